@@ -1,0 +1,27 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "FrameRelay",
+    products: [
+        .library(name: "FrameRelay", targets: ["FrameRelay"]),
+        .executable(name: "broadcast-sim", targets: ["broadcast-sim"]),
+        .executable(name: "frame-relay", targets: ["frame-relay"]),
+        .executable(name: "frame-relay-bench", targets: ["Benchmarks"]),
+    ],
+    targets: [
+        .systemLibrary(name: "CVpx", pkgConfig: "vpx", providers: [.apt(["libvpx-dev"])]),
+        .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
+        .systemLibrary(name: "CYuv", providers: [.apt(["libyuv-dev"])]),
+        .systemLibrary(name: "CXcbShm", pkgConfig: "xcb-shm", providers: [.apt(["libxcb-shm0-dev"])]),
+        .systemLibrary(name: "CLinux"),
+        .target(
+            name: "FrameRelay",
+            dependencies: ["CVpx", "CTurboJPEG", "CYuv", "CXcbShm", "CLinux"]
+        ),
+        .executableTarget(name: "broadcast-sim", dependencies: ["FrameRelay"]),
+        .executableTarget(name: "frame-relay", dependencies: ["FrameRelay"]),
+        .executableTarget(name: "Benchmarks", dependencies: ["FrameRelay"], path: "Benchmarks"),
+        .testTarget(name: "FrameRelayTests", dependencies: ["FrameRelay"]),
+    ]
+)

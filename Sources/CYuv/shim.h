@@ -1,0 +1,3 @@
+// libyuv ships no pkg-config file; this module links it by name.
+#pragma once
+#include <libyuv.h>

@@ -1,0 +1,59 @@
+internal import CTurboJPEG
+
+/// Encodes I420 or BGRA pictures to baseline 4:2:0 JPEG with turbojpeg: the
+/// compressed hand-off that other SDKs use between extension and app.
+final class JPEGEncoder {
+    private let handle: tjhandle
+    let quality: Int32
+
+    init(quality: Int = 90) throws(CodecError) {
+        guard let handle = tjInitCompress() else { throw .library("tjInitCompress", "out of memory") }
+        self.handle = handle
+        self.quality = Int32(quality)
+    }
+
+    deinit { tjDestroy(handle) }
+
+    /// The most bytes a JPEG of this size can take.
+    static func maxSize(width: Int, height: Int) -> Int {
+        Int(tjBufSize(Int32(width), Int32(height), Int32(TJSAMP_420.rawValue)))
+    }
+
+    /// Compresses `source` (I420 or BGRA) into `destination`, a JPEG buffer of the same size.
+    func encode(_ source: PixelBuffer, into destination: PixelBuffer) throws(CodecError) {
+        precondition(destination.format == .jpeg && destination.width == source.width && destination.height == source.height)
+        var output: UnsafeMutablePointer<UInt8>? = destination.storage.assumingMemoryBound(to: UInt8.self)
+        var size = UInt(destination.capacity)
+        let flags = TJFLAG_NOREALLOC | TJFLAG_FASTDCT
+        let status: Int32
+        switch source.format {
+        case .i420:
+            var planes: [UnsafePointer<UInt8>?] = (0..<3).map { UnsafePointer(source.plane($0).assumingMemoryBound(to: UInt8.self)) }
+            var strides: [Int32] = (0..<3).map { Int32(source.stride($0)) }
+            status = tjCompressFromYUVPlanes(
+                handle, &planes, Int32(source.width), &strides, Int32(source.height), Int32(TJSAMP_420.rawValue),
+                &output, &size, quality, flags)
+        case .bgra:
+            status = tjCompress2(
+                handle, source.plane(0).assumingMemoryBound(to: UInt8.self), Int32(source.width), Int32(source.stride(0)),
+                Int32(source.height), Int32(TJPF_BGRA.rawValue), &output, &size, Int32(TJSAMP_420.rawValue), quality, flags)
+        default:
+            preconditionFailure("JPEG from \(source.format)")
+        }
+        guard status == 0 else { throw .library("tjCompress", String(cString: tjGetErrorStr2(handle))) }
+        destination.setJPEGByteCount(Int(size))
+    }
+}
+
+/// A codec library call that failed, named with the library's own message.
+public enum CodecError: Error, CustomStringConvertible {
+    case library(String, String)
+    case invalidSetting(String)
+
+    public var description: String {
+        switch self {
+        case .library(let call, let message): "\(call): \(message)"
+        case .invalidSetting(let message): message
+        }
+    }
+}

@@ -1,0 +1,140 @@
+import Synchronization
+
+/// The host's loop for one App Group: follows the producer, takes each
+/// newest frame, hands it to `onFrame`, and keeps the share's statistics.
+///
+/// The frame loop allocates nothing and takes no lock per frame; it copies
+/// its statistics into ``snapshot`` a few times a second.
+public final class ShareReceiver: @unchecked Sendable {
+    // @unchecked Sendable: `host` and the loop state are touched only by the
+    // thread running `run`; other threads read `published` under its Mutex.
+    public let appGroup: AppGroup
+    private let host: RingHost
+    private var stats: ShareStats
+    private var captureToTaken = LatencyHistogram()
+    private var handoff = LatencyHistogram()
+    private let published: Mutex<ShareStats>
+    private let log: @Sendable (String) -> Void
+    private var lastGeometry: (Int, Int, PixelFormat, Orientation)?
+    private var windowStart = MonotonicClock.now()
+    private var windowFrames = 0
+
+    /// Options for what the host does beyond taking frames.
+    public struct Options: Sendable {
+        public var verifyChecksums = false
+        /// Simulated work per frame (ns): a slow consumer for tests.
+        public var workNanoseconds: UInt64 = 0
+        /// Ask the producer to stop after this many frames.
+        public var stopAfter: UInt64?
+        /// Ask the producer for at most this frame rate.
+        public var maxFrameRate: Int?
+        public init() {}
+    }
+
+    private let options: Options
+
+    public init(appGroup: AppGroup, options: Options, log: @escaping @Sendable (String) -> Void) {
+        self.appGroup = appGroup
+        self.options = options
+        self.host = RingHost(appGroup: appGroup, verifyChecksums: options.verifyChecksums)
+        self.stats = ShareStats(appGroup: appGroup.name)
+        self.published = Mutex(stats)
+        self.log = log
+    }
+
+    /// The statistics as of the last publish (a few times a second).
+    public var snapshot: ShareStats { published.withLock { $0 } }
+
+    /// Whether the producer finished its broadcast (and no new one attached since).
+    public private(set) var producerFinished = false
+
+    /// Runs until `shouldStop` returns true, handing each frame to `onFrame`.
+    public func run(shouldStop: () -> Bool, onFrame: (FrameView) -> Void = { _ in }) throws(RingError) {
+        defer {
+            host.detach()
+            publish()
+        }
+        var lastPublish = MonotonicClock.now()
+        while !shouldStop() {
+            let event = try host.next(timeoutNanoseconds: 100_000_000)
+            switch event {
+            case .frame(let frame):
+                let now = MonotonicClock.now()
+                stats.taken += 1
+                windowFrames += 1
+                captureToTaken.record(now &- frame.metadata.captureTime)
+                handoff.record(now &- frame.metadata.publishTime)
+                noteGeometry(frame.metadata)
+                onFrame(frame)
+                if options.workNanoseconds > 0 { MonotonicClock.sleep(nanoseconds: options.workNanoseconds) }
+                if let limit = options.stopAfter, stats.taken >= limit { host.requestStop() }
+            case .invalidFrame(let reason):
+                stats.invalid += 1
+                if case .checksumMismatch = reason { stats.checksumFailures += 1 }
+                if stats.invalid <= 5 { log("\(appGroup): skipped invalid frame: \(reason)") }
+            case .attached(let pid, let setupInfo, let createdAt):
+                stats.earlierRings.add(stats.ring)
+                stats.ring = RingCounters()
+                stats.producerAttaches += 1
+                producerFinished = false
+                if let rate = options.maxFrameRate { host.requestMaxFrameRate(rate) }
+                record("attached", "producer \(pid)" + (setupInfo.isEmpty ? "" : " setup \(setupInfo)"), time: createdAt)
+            case .lifecycle(let state):
+                if state == .finished {
+                    producerFinished = true
+                    stats.ring = host.counters
+                }
+                record(state.description, "")
+            case .producerDied(let pid):
+                stats.producerDeaths += 1
+                stats.ring = host.counters
+                record("died", "producer \(pid) is gone; waiting for a new producer")
+            case .idle:
+                break
+            }
+            let now = MonotonicClock.now()
+            if now &- lastPublish >= 250_000_000 {
+                lastPublish = now
+                publish()
+            }
+        }
+    }
+
+    private func record(_ kind: String, _ detail: String, time: UInt64? = nil) {
+        let now = MonotonicClock.now()
+        stats.events.append(ShareEvent(time: now, kind: kind, detail: detail))
+        if kind == "attached", let time { stats.events.append(ShareEvent(time: time, kind: "ring-created", detail: "")) }
+        log("\(appGroup): \(kind)" + (detail.isEmpty ? "" : " (\(detail))"))
+        publish()
+    }
+
+    private func noteGeometry(_ m: FrameMetadata) {
+        if let last = lastGeometry, last == (m.width, m.height, m.format, m.orientation) { return }
+        lastGeometry = (m.width, m.height, m.format, m.orientation)
+        stats.geometries.append("\(m.width)x\(m.height) \(m.format) \(m.orientation) from frame \(m.frameNumber)")
+    }
+
+    private func publish() {
+        let now = MonotonicClock.now()
+        let elapsed = now &- windowStart
+        if elapsed >= 500_000_000 {
+            stats.fps = Double(windowFrames) * 1e9 / Double(elapsed)
+            windowStart = now
+            windowFrames = 0
+        }
+        stats.ring = host.counters
+        stats.captureToTaken = captureToTaken.summary
+        stats.handoff = handoff.summary
+        let copy = stats
+        published.withLock { $0 = copy }
+    }
+}
+
+extension RingCounters {
+    mutating func add(_ other: RingCounters) {
+        written += other.written
+        dropped += other.dropped
+        taken += other.taken
+        invalid += other.invalid
+    }
+}

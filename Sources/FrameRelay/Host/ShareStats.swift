@@ -1,0 +1,32 @@
+/// What the host knows about one share (one App Group), as reported in the
+/// status line and the JSON summary.
+public struct ShareStats: Sendable, Codable {
+    public var appGroup: String
+    /// Frames this host took, skipped as invalid, and the ring's own counters.
+    public var taken: UInt64 = 0
+    public var invalid: UInt64 = 0
+    public var ring = RingCounters()
+    /// Counters of rings the host followed before the current one (producer restarts).
+    public var earlierRings = RingCounters()
+    public var producerAttaches = 0
+    public var producerDeaths = 0
+    public var checksumFailures: UInt64 = 0
+    /// Frames per second over the last status interval.
+    public var fps: Double = 0
+    /// Capture → taken, and publish → taken (the hand-off), in µs.
+    public var captureToTaken = LatencySummary(count: 0, p50: 0, p90: 0, p99: 0, max: 0, mean: 0)
+    public var handoff = LatencySummary(count: 0, p50: 0, p90: 0, p99: 0, max: 0, mean: 0)
+    /// Each distinct picture geometry in arrival order: "WxH format orientation from frame N".
+    public var geometries: [String] = []
+    /// Lifecycle and connection events with their CLOCK_MONOTONIC time (ns).
+    public var events: [ShareEvent] = []
+
+    public init(appGroup: String) { self.appGroup = appGroup }
+}
+
+/// One thing that happened to a share.
+public struct ShareEvent: Sendable, Codable {
+    public var time: UInt64
+    public var kind: String
+    public var detail: String
+}

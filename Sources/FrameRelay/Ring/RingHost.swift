@@ -1,0 +1,213 @@
+@preconcurrency import Glibc
+import Synchronization
+
+/// What ``RingHost/next(timeoutNanoseconds:)`` saw.
+public enum HostEvent {
+    /// The newest frame, valid until the next call.
+    case frame(FrameView)
+    /// A frame whose metadata or checksum failed validation; it was skipped and counted.
+    case invalidFrame(InvalidFrame)
+    /// Attached to a producer's ring (first time, or a restarted producer).
+    case attached(producerPid: Int32, setupInfo: String, createdAt: UInt64)
+    /// The producer changed state (started, paused, resumed, finished).
+    case lifecycle(ProducerState)
+    /// The producer process is gone without finishing (crash, `kill -9`).
+    case producerDied(pid: Int32)
+    /// Nothing happened before the timeout.
+    case idle
+}
+
+/// Counters of one ring as both sides keep them in its header.
+public struct RingCounters: Sendable, Equatable, Codable {
+    public var written: UInt64 = 0
+    public var dropped: UInt64 = 0
+    public var taken: UInt64 = 0
+    public var invalid: UInt64 = 0
+}
+
+/// The host's end of a frame ring: waits for the App Group's producer
+/// (before or after it starts), takes the newest frame zero-copy, and
+/// follows the producer through pauses, crashes and restarts.
+public final class RingHost {
+    public let appGroup: AppGroup
+    /// Verify the payload checksum of frames that carry one.
+    public var verifyChecksums: Bool
+    /// Counters of the ring attached now, or of the last one.
+    public private(set) var lastCounters = RingCounters()
+    private var attachment: Attachment?
+    private let segmentName: String
+
+    /// A host for `appGroup`; it attaches when the producer's ring appears.
+    public init(appGroup: AppGroup, verifyChecksums: Bool = false) {
+        self.appGroup = appGroup
+        self.verifyChecksums = verifyChecksums
+        self.segmentName = appGroup.sharedMemoryName
+    }
+
+    deinit { detach() }
+
+    /// Waits at most `timeoutNanoseconds` for something to happen and says
+    /// what. Throws only for a segment that is not ours to read.
+    public func next(timeoutNanoseconds: UInt64) throws(RingError) -> HostEvent {
+        let deadline = MonotonicClock.now() &+ timeoutNanoseconds
+        while true {
+            if let attachment {
+                if let event = poll(attachment) { return event }
+            } else if let event = try attach() {
+                return event
+            }
+            let now = MonotonicClock.now()
+            if now >= deadline { return .idle }
+            let slice = min(deadline - now, attachment == nil || attachment!.producerGone ? 10_000_000 : 100_000_000)
+            if let attachment, !attachment.producerGone {
+                futexWait(attachment.header.slotStateWord, expected: attachment.lastSeenState, timeoutNanoseconds: Int64(slice))
+            } else {
+                MonotonicClock.sleep(nanoseconds: slice)
+            }
+        }
+    }
+
+    /// Asks the producer to finish its broadcast.
+    public func requestStop() {
+        attachment?.header.stopRequested.pointee.store(1, ordering: .releasing)
+    }
+
+    /// Asks the producer to publish at most `framesPerSecond` (0: no limit).
+    public func requestMaxFrameRate(_ framesPerSecond: Int) {
+        attachment?.header.maxFrameRate.pointee.store(UInt32(clamping: framesPerSecond), ordering: .releasing)
+    }
+
+    /// Lets go of the ring; removes the segment if its producer is gone.
+    public func detach() {
+        guard let attachment else { return }
+        lastCounters = attachment.counters
+        let me = UInt32(bitPattern: getpid())
+        _ = attachment.header.hostPid.pointee.compareExchange(expected: me, desired: 0, ordering: .releasing)
+        if attachment.producerGone || attachment.finished || !processIsAlive(attachment.producerPid) {
+            attachment.segment.unlinkIfStillLinked()
+        }
+        self.attachment = nil
+    }
+
+    // MARK: - Attaching
+
+    private func attach() throws(RingError) -> HostEvent? {
+        let segment: SharedMemorySegment
+        do {
+            segment = try SharedMemorySegment.open(name: segmentName)
+        } catch {
+            if case .missing = error { return nil }
+            throw RingError(error, segment: segmentName)
+        }
+        let header = RingHeader(base: segment.base)
+        guard case .ring(let capacity) = try header.inspect(mappedSize: segment.size, appGroup: appGroup, segment: segmentName) else {
+            return nil  // the producer is still setting it up
+        }
+        if header.lifecycle.pointee.load(ordering: .acquiring) == ProducerState.finished.rawValue { return nil }
+        let me = UInt32(bitPattern: getpid())
+        var holder = header.hostPid.pointee.load(ordering: .acquiring)
+        while holder != me {
+            if holder != 0, processIsAlive(Int32(bitPattern: holder)) {
+                throw .hostRunning(segment: segmentName, pid: Int32(bitPattern: holder))
+            }
+            let (exchanged, original) = header.hostPid.pointee.compareExchange(expected: holder, desired: me, ordering: .acquiringAndReleasing)
+            if exchanged { break }
+            holder = original
+        }
+        let attachment = Attachment(segment: segment, capacity: capacity)
+        self.attachment = attachment
+        return .attached(producerPid: attachment.producerPid, setupInfo: header.setupInfo, createdAt: header.plainU64(RingLayout.createdAtOffset))
+    }
+
+    // MARK: - Polling
+
+    private func poll(_ attachment: Attachment) -> HostEvent? {
+        let header = attachment.header
+        let state = SlotState(raw: header.slotState.pointee.load(ordering: .acquiring))
+        attachment.lastSeenState = state.raw
+        if state.isFresh, state.isValid {
+            let (exchanged, _) = header.slotState.pointee.compareExchange(
+                expected: state.raw, desired: state.taking().raw, ordering: .acquiringAndReleasing)
+            if exchanged { return take(slot: state.published, from: attachment) }
+            return poll(attachment)
+        }
+        let sequence = header.lifecycleSeq.pointee.load(ordering: .acquiring)
+        if sequence != attachment.lifecycleSeq {
+            attachment.lifecycleSeq = sequence
+            let raw = header.lifecycle.pointee.load(ordering: .acquiring)
+            let lifecycle = ProducerState(rawValue: raw) ?? .initializing
+            if lifecycle == .finished {
+                attachment.finished = true
+                detach()
+            }
+            return .lifecycle(lifecycle)
+        }
+        if attachment.producerGone {
+            // Wait for a new producer's segment under the same name.
+            if let current = FileIdentity.ofSharedMemory(name: segmentName), current != attachment.segment.identity {
+                detach()
+            }
+            return nil
+        }
+        if !processIsAlive(attachment.producerPid) {
+            attachment.producerGone = true
+            lastCounters = attachment.counters
+            return .producerDied(pid: attachment.producerPid)
+        }
+        return nil
+    }
+
+    private func take(slot: Int, from attachment: Attachment) -> HostEvent {
+        attachment.header.framesTaken.pointee.wrappingAdd(1, ordering: .relaxed)
+        let base = UnsafeRawPointer(attachment.segment.base + RingLayout.slotOffset(slot, capacity: attachment.capacity))
+        let payload = base + FrameMetadata.byteCount
+        do {
+            let metadata = try FrameMetadata.load(from: base, capacity: attachment.capacity)
+            if verifyChecksums, metadata.checksum != 0,
+                FrameChecksum.of(UnsafeRawBufferPointer(start: payload, count: metadata.payloadSize)) != metadata.checksum
+            {
+                throw InvalidFrame.checksumMismatch(frameNumber: metadata.frameNumber)
+            }
+            return .frame(FrameView(metadata: metadata, payload: payload))
+        } catch {
+            attachment.header.framesInvalid.pointee.wrappingAdd(1, ordering: .relaxed)
+            return .invalidFrame(error as! InvalidFrame)
+        }
+    }
+
+    /// Counters of the ring attached now (or the last one).
+    public var counters: RingCounters {
+        if let attachment { lastCounters = attachment.counters }
+        return lastCounters
+    }
+
+    /// Whether a producer's ring is attached and its producer alive.
+    public var isConnected: Bool { attachment.map { !$0.producerGone && !$0.finished } ?? false }
+}
+
+/// One mapped ring and what the host remembers about it.
+private final class Attachment {
+    let segment: SharedMemorySegment
+    let header: RingHeader
+    let capacity: Int
+    let producerPid: Int32
+    var lifecycleSeq: UInt32 = 0
+    var lastSeenState: UInt32 = 0
+    var producerGone = false
+    var finished = false
+
+    init(segment: consuming SharedMemorySegment, capacity: Int) {
+        self.header = RingHeader(base: segment.base)
+        self.capacity = capacity
+        self.producerPid = Int32(bitPattern: header.producerPid.pointee.load(ordering: .acquiring))
+        self.segment = segment
+    }
+
+    var counters: RingCounters {
+        RingCounters(
+            written: header.framesWritten.pointee.load(ordering: .relaxed),
+            dropped: header.framesDropped.pointee.load(ordering: .relaxed),
+            taken: header.framesTaken.pointee.load(ordering: .relaxed),
+            invalid: header.framesInvalid.pointee.load(ordering: .relaxed))
+    }
+}

@@ -1,0 +1,92 @@
+@preconcurrency import Glibc
+internal import CXcbShm
+
+/// Captures an X11 screen (a real desktop, or Xvfb) through MIT-SHM with
+/// libxcb: the X server writes the root window straight into shared memory,
+/// which is then the BGRA picture (the 4th byte is padding, set opaque).
+public final class X11Capture: FrameSource {
+    public let width: Int
+    public let height: Int
+    private let connection: OpaquePointer
+    private let root: xcb_window_t
+    private let segment: xcb_shm_seg_t
+    private let shmId: Int32
+    private let shmAddress: UnsafeMutableRawPointer
+    private let buffer: PixelBuffer
+
+    /// Connects to `display` (nil: `$DISPLAY`) and prepares a capture of its
+    /// first screen; throws a ``SourceError`` saying what is missing.
+    public init(display: String? = nil) throws {
+        var screenNumber: Int32 = 0
+        guard let connection = xcb_connect(display, &screenNumber), xcb_connection_has_error(connection) == 0 else {
+            throw SourceError.display("cannot connect to display \(display ?? ProcessInfo.processInfo.environment["DISPLAY"] ?? "(DISPLAY unset)")")
+        }
+        var iterator = xcb_setup_roots_iterator(xcb_get_setup(connection))
+        for _ in 0..<screenNumber { xcb_screen_next(&iterator) }
+        guard let screen = iterator.data else {
+            xcb_disconnect(connection)
+            throw SourceError.display("no screen \(screenNumber)")
+        }
+        guard screen.pointee.root_depth == 24 || screen.pointee.root_depth == 32 else {
+            xcb_disconnect(connection)
+            throw SourceError.display("root depth \(screen.pointee.root_depth), need 24 or 32")
+        }
+        let reply = xcb_shm_query_version_reply(connection, xcb_shm_query_version(connection), nil)
+        guard reply != nil else {
+            xcb_disconnect(connection)
+            throw SourceError.display("the X server has no MIT-SHM extension")
+        }
+        free(reply)
+        let width = Int(screen.pointee.width_in_pixels), height = Int(screen.pointee.height_in_pixels)
+        let bytes = width * height * 4
+        // A SysV segment, as MIT-SHM requires; removed at once so it cannot outlive us.
+        let shmId = shmget(IPC_PRIVATE, bytes, IPC_CREAT | 0o600)
+        guard shmId >= 0, let address = shmat(shmId, nil, 0), address != UnsafeMutableRawPointer(bitPattern: -1) else {
+            xcb_disconnect(connection)
+            throw SourceError.display("shmget/shmat of \(bytes) bytes failed: errno \(errno)")
+        }
+        let segment = xcb_generate_id(connection)
+        let attach = xcb_shm_attach_checked(connection, segment, UInt32(shmId), 0)
+        if let error = xcb_request_check(connection, attach) {
+            free(error)
+            shmdt(address)
+            shmctl(shmId, IPC_RMID, nil)
+            xcb_disconnect(connection)
+            throw SourceError.display("the X server could not attach our shared memory")
+        }
+        shmctl(shmId, IPC_RMID, nil)
+        self.connection = connection
+        self.root = screen.pointee.root
+        self.width = width
+        self.height = height
+        self.segment = segment
+        self.shmId = shmId
+        self.shmAddress = address
+        self.buffer = try PixelBuffer(width: width, height: height, format: .bgra, rowAlignment: 4)
+    }
+
+    deinit {
+        xcb_shm_detach(connection, segment)
+        xcb_flush(connection)
+        shmdt(shmAddress)
+        xcb_disconnect(connection)
+    }
+
+    public func nextFrame(number: UInt64) throws -> PixelBuffer? {
+        let cookie = xcb_shm_get_image(connection, root, 0, 0, UInt16(width), UInt16(height), ~0, UInt8(XCB_IMAGE_FORMAT_Z_PIXMAP.rawValue), segment, 0)
+        var error: UnsafeMutablePointer<xcb_generic_error_t>?
+        guard let reply = xcb_shm_get_image_reply(connection, cookie, &error) else {
+            free(error)
+            throw SourceError.display("GetImage failed (display closed?)")
+        }
+        free(reply)
+        // Copy into the sample buffer, forcing alpha opaque (X leaves it undefined).
+        let count = width * height
+        let src = shmAddress.assumingMemoryBound(to: UInt32.self)
+        let dst = buffer.storage.assumingMemoryBound(to: UInt32.self)
+        for i in 0..<count { dst[i] = src[i] | 0xFF00_0000 }
+        return buffer
+    }
+}
+
+import Foundation

@@ -1,0 +1,87 @@
+/// A fixed-memory log-linear histogram of nanosecond durations: 16 linear
+/// buckets per power of two (error ≤ 6.25 %), recorded without allocation.
+public struct LatencyHistogram: Sendable {
+    static let subBuckets = 16
+    static let groups = 48  // up to 2^48 ns (~3 days)
+    private var buckets: [UInt64]
+    public private(set) var count: UInt64 = 0
+    public private(set) var max: UInt64 = 0
+    public private(set) var min: UInt64 = .max
+    public private(set) var sum: UInt64 = 0
+
+    public init() {
+        buckets = Array(repeating: 0, count: Self.subBuckets * Self.groups)
+    }
+
+    static func index(of value: UInt64) -> Int {
+        if value < UInt64(subBuckets) { return Int(value) }
+        let magnitude = 63 - value.leadingZeroBitCount  // ≥ 4
+        let group = magnitude - 3
+        let sub = Int((value >> UInt64(magnitude - 4)) & UInt64(subBuckets - 1))
+        return Swift.min(group * subBuckets + sub, subBuckets * groups - 1)
+    }
+
+    /// The smallest value that falls in bucket `index`.
+    static func lowerBound(of index: Int) -> UInt64 {
+        if index < subBuckets { return UInt64(index) }
+        let group = index / subBuckets, sub = index % subBuckets
+        let magnitude = group + 3
+        return (UInt64(1) << UInt64(magnitude)) | (UInt64(sub) << UInt64(magnitude - 4))
+    }
+
+    /// Adds one duration.
+    @inline(__always)
+    public mutating func record(_ nanoseconds: UInt64) {
+        buckets.withUnsafeMutableBufferPointer { $0[Self.index(of: nanoseconds)] &+= 1 }
+        count &+= 1
+        sum &+= nanoseconds
+        if nanoseconds > max { max = nanoseconds }
+        if nanoseconds < min { min = nanoseconds }
+    }
+
+    /// Adds every value of `other`.
+    public mutating func merge(_ other: LatencyHistogram) {
+        for i in buckets.indices { buckets[i] &+= other.buckets[i] }
+        count &+= other.count
+        sum &+= other.sum
+        max = Swift.max(max, other.max)
+        min = Swift.min(min, other.min)
+    }
+
+    /// The value at percentile `p` (0–100): the midpoint of its bucket, clamped
+    /// to the recorded min and max; 0 when empty.
+    public func percentile(_ p: Double) -> UInt64 {
+        guard count > 0 else { return 0 }
+        let rank = Swift.max(1, UInt64((p / 100 * Double(count)).rounded(.up)))
+        var seen: UInt64 = 0
+        for (index, n) in buckets.enumerated() where n > 0 {
+            seen += n
+            if seen >= rank {
+                let low = Self.lowerBound(of: index)
+                let high = index + 1 < buckets.count ? Self.lowerBound(of: index + 1) : low
+                let mid = low + (high - low) / 2
+                return Swift.min(Swift.max(mid, min), max)
+            }
+        }
+        return max
+    }
+
+    /// p50, p90, p99, max and count, in microseconds, for reports.
+    public var summary: LatencySummary {
+        LatencySummary(
+            count: count, p50: micros(percentile(50)), p90: micros(percentile(90)), p99: micros(percentile(99)),
+            max: micros(count == 0 ? 0 : max), mean: count == 0 ? 0 : micros(sum / count))
+    }
+
+    private func micros(_ ns: UInt64) -> Double { (Double(ns) / 1000).rounded() }
+}
+
+/// Percentiles of a ``LatencyHistogram`` in microseconds.
+public struct LatencySummary: Sendable, Codable, Equatable {
+    public var count: UInt64
+    public var p50: Double
+    public var p90: Double
+    public var p99: Double
+    public var max: Double
+    public var mean: Double
+}

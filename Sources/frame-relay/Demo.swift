@@ -1,0 +1,46 @@
+@preconcurrency import Glibc
+import Foundation
+import FrameRelay
+
+/// `frame-relay demo`: starts broadcast-sim (synthetic screen, or the X11
+/// desktop) and the host with live stats, and ends both on Ctrl-C.
+func runDemo(_ arguments: [String]) throws -> Int32 {
+    var parser = OptionParser(command: "frame-relay demo", summary: "run a broadcast-sim producer and the host together, with live stats")
+    parser.option("source", "KIND", default: "pattern", help: "pattern (synthetic screen) or x11 (the desktop in $DISPLAY).")
+    parser.option("size", "WxH", default: "1280x720", help: "Picture size of the synthetic screen.")
+    parser.option("fps", "N", default: "30", help: "Frames per second.")
+    parser.option("format", "FMT", default: "nv12", help: "Pixel format the producer sends.")
+    parser.option("app-group", "NAME", default: "group.com.example.app.ScreenSharingExtension", help: "App Group both sides use.")
+    parser.option("duration", "SECONDS", help: "Stop after this many seconds (default: until Ctrl-C).")
+    parser.option("stats-json", "PATH", help: "Write the host's statistics as JSON here at exit.")
+    try parser.parse(arguments)
+    let group = try AppGroup(parser.string("app-group")!)
+    _ = try parseSize(parser.string("size")!, option: "size")
+    let duration = try parser.double("duration", in: 0.001...1e9)
+
+    let simulator = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        .deletingLastPathComponent().appendingPathComponent("broadcast-sim")
+    guard FileManager.default.isExecutableFile(atPath: simulator.path) else {
+        throw UsageError("broadcast-sim not found next to frame-relay (\(simulator.path)); build the package first")
+    }
+    let producer = Process()
+    producer.executableURL = simulator
+    producer.arguments = [
+        "--app-group", group.name, "--source", parser.string("source")!, "--size", parser.string("size")!,
+        "--fps", parser.string("fps")!, "--format", parser.string("format")!,
+    ]
+    try producer.run()
+    log("demo: broadcast-sim (pid \(producer.processIdentifier)) → \(group) → host; Ctrl-C to stop")
+
+    var options = ShareReceiver.Options()
+    options.verifyChecksums = false
+    let settings = HostSettings(
+        groups: [group], options: options, frames: nil, duration: duration, exitWhenFinished: false,
+        statsPath: parser.string("stats-json"), quiet: false)
+    let status = try runHost(settings, extraStop: { !producer.isRunning })
+    if producer.isRunning {
+        kill(producer.processIdentifier, SIGTERM)
+    }
+    producer.waitUntilExit()
+    return status
+}

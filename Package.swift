@@ -22,6 +22,6 @@ let package = Package(
         .executableTarget(name: "broadcast-sim", dependencies: ["FrameRelay"]),
         .executableTarget(name: "frame-relay", dependencies: ["FrameRelay"]),
         .executableTarget(name: "Benchmarks", dependencies: ["FrameRelay"], path: "Benchmarks"),
-        .testTarget(name: "FrameRelayTests", dependencies: ["FrameRelay"]),
+        .testTarget(name: "FrameRelayTests", dependencies: ["FrameRelay", "CVpx", "CTurboJPEG", "CYuv"]),
     ]
 )

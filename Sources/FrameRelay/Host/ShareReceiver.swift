@@ -18,6 +18,7 @@ public final class ShareReceiver: @unchecked Sendable {
     private var lastGeometry: (Int, Int, PixelFormat, Orientation)?
     private var windowStart = MonotonicClock.now()
     private var windowFrames = 0
+    private var awaitingFirstFrame = false
 
     /// Options for what the host does beyond taking frames.
     public struct Options: Sendable {
@@ -65,6 +66,10 @@ public final class ShareReceiver: @unchecked Sendable {
                 captureToTaken.record(now &- frame.metadata.captureTime)
                 handoff.record(now &- frame.metadata.publishTime)
                 noteGeometry(frame.metadata)
+                if awaitingFirstFrame {
+                    awaitingFirstFrame = false
+                    record("first-frame", "frame \(frame.metadata.frameNumber)")
+                }
                 onFrame(frame)
                 if options.workNanoseconds > 0 { MonotonicClock.sleep(nanoseconds: options.workNanoseconds) }
                 if let limit = options.stopAfter, stats.taken >= limit { host.requestStop() }
@@ -77,6 +82,7 @@ public final class ShareReceiver: @unchecked Sendable {
                 stats.ring = RingCounters()
                 stats.producerAttaches += 1
                 producerFinished = false
+                awaitingFirstFrame = true
                 if let rate = options.maxFrameRate { host.requestMaxFrameRate(rate) }
                 record("attached", "producer \(pid)" + (setupInfo.isEmpty ? "" : " setup \(setupInfo)"), time: createdAt)
             case .lifecycle(let state):

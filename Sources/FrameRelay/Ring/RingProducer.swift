@@ -85,7 +85,7 @@ public final class RingProducer {
         if case .ring = inspection {
             let pid = Int32(bitPattern: header.producerPid.pointee.load(ordering: .acquiring))
             let finished = header.lifecycle.pointee.load(ordering: .acquiring) == ProducerState.finished.rawValue
-            if !finished, processIsAlive(pid), pid != getpid() { throw .producerRunning(segment: name, pid: pid) }
+            if !finished, processIsAlive(pid) { throw .producerRunning(segment: name, pid: pid) }
         }
         existing.unlinkIfStillLinked()
     }

@@ -1,0 +1,42 @@
+import CTurboJPEG
+import CVpx
+import CYuv
+import Testing
+
+/// Each C module links and its shims call into the real library.
+@Suite struct CLibraryTests {
+    @Test func vpxEncoderInitialisesThroughTheShim() throws {
+        var config = vpx_codec_enc_cfg_t()
+        #expect(vpx_codec_enc_config_default(cvpx_vp8_encoder(), &config, 0) == VPX_CODEC_OK)
+        config.g_w = 64
+        config.g_h = 48
+        var context = vpx_codec_ctx_t()
+        #expect(cvpx_enc_init(&context, &config) == VPX_CODEC_OK)
+        #expect(cvpx_control_int(&context, Int32(VP8E_SET_CPUUSED.rawValue), -6) == VPX_CODEC_OK)
+        vpx_codec_destroy(&context)
+        #expect(String(cString: vpx_codec_version_str()).count > 0)
+    }
+
+    @Test func turboJPEGRoundTripsAGreyPicture() throws {
+        let compressor = try #require(tjInitCompress())
+        defer { tjDestroy(compressor) }
+        var pixels = [UInt8](repeating: 128, count: 16 * 16 * 4)
+        var jpeg: UnsafeMutablePointer<UInt8>?
+        var size: UInt = 0
+        #expect(tjCompress2(compressor, &pixels, 16, 64, 16, Int32(TJPF_BGRA.rawValue), &jpeg, &size, Int32(TJSAMP_420.rawValue), 90, 0) == 0)
+        defer { tjFree(jpeg) }
+        let decompressor = try #require(tjInitDecompress())
+        defer { tjDestroy(decompressor) }
+        var out = [UInt8](repeating: 0, count: 16 * 16 * 4)
+        #expect(tjDecompress2(decompressor, jpeg, size, &out, 16, 64, 16, Int32(TJPF_BGRA.rawValue), 0) == 0)
+        #expect(abs(Int(out[0]) - 128) <= 2)
+    }
+
+    @Test func libyuvConvertsWhiteBGRAToLimitedRangeLuma() {
+        var bgra = [UInt8](repeating: 255, count: 4 * 4 * 4)
+        var y = [UInt8](repeating: 0, count: 16), u = [UInt8](repeating: 0, count: 4), v = [UInt8](repeating: 0, count: 4)
+        #expect(ARGBToI420(&bgra, 16, &y, 4, &u, 2, &v, 2, 4, 4) == 0)
+        #expect(y[0] == 235)
+        #expect(u[0] == 128 && v[0] == 128)
+    }
+}

@@ -1,0 +1,206 @@
+@preconcurrency import Glibc
+import FrameRelay
+import Testing
+
+/// The ring in one process: hand-off, newest-wins accounting, and a host
+/// that refuses foreign segments and survives hostile metadata.
+@Suite(.serialized) struct RingTests {
+    func makeBuffer(_ width: Int = 64, _ height: Int = 48, _ format: PixelFormat = .i420, fill: UInt8 = 7) throws -> PixelBuffer {
+        let buffer = try PixelBuffer(width: width, height: height, format: format)
+        for plane in 0..<format.planeCount {
+            buffer.withUnsafeMutablePlane(plane) { bytes, _ in _ = bytes.initializeMemory(as: UInt8.self, repeating: fill &+ UInt8(plane)) }
+        }
+        return buffer
+    }
+
+    /// Calls `host.next` until a frame or invalid frame comes (or gives up).
+    func nextFrameEvent(_ host: RingHost) throws -> HostEvent? {
+        for _ in 0..<50 {
+            let event = try host.next(timeoutNanoseconds: 20_000_000)
+            switch event {
+            case .frame, .invalidFrame: return event
+            default: continue
+            }
+        }
+        return nil
+    }
+
+    @Test func hostTakesWhatTheProducerPublishedWithItsMetadata() throws {
+        let group = uniqueGroup("ring")
+        let buffer = try makeBuffer(65, 33, .nv12)
+        let producer = try RingProducer(appGroup: group, slotCapacity: buffer.capacity)
+        let host = RingHost(appGroup: group, verifyChecksums: true)
+        try producer.publish(buffer, frameNumber: 41, captureTime: 123, orientation: .right, checksum: true)
+        guard case .frame(let frame) = try nextFrameEvent(host) else {
+            Issue.record("no frame")
+            return
+        }
+        let m = frame.metadata
+        #expect(m.frameNumber == 41 && m.captureTime == 123 && m.orientation == .right)
+        #expect(m.width == 65 && m.height == 33 && m.format == .nv12)
+        #expect(m.strides.0 >= 65 && m.strides.1 >= 66 && m.publishTime >= m.captureTime)
+        frame.withUnsafePlane(1) { bytes, _ in #expect(bytes[0] == 8) }
+        producer.finish()
+        host.detach()
+        #expect(!segmentExists(group))
+    }
+
+    @Test func newestFrameWinsAndEveryReplacedFrameCountsAsDropped() throws {
+        let group = uniqueGroup("ring")
+        let buffer = try makeBuffer()
+        let producer = try RingProducer(appGroup: group, slotCapacity: buffer.capacity)
+        let host = RingHost(appGroup: group)
+        for n in 0..<5 { try producer.publish(buffer, frameNumber: UInt64(n), captureTime: 1) }
+        guard case .frame(let frame) = try nextFrameEvent(host) else {
+            Issue.record("no frame")
+            return
+        }
+        #expect(frame.metadata.frameNumber == 4)
+        #expect(producer.counters.written == 5)
+        #expect(producer.counters.dropped == 4)
+        #expect(producer.framesTaken == 1)
+        // Interleaved: every frame taken, none dropped.
+        for n in 5..<105 {
+            try producer.publish(buffer, frameNumber: UInt64(n), captureTime: 1)
+            guard case .frame(let f) = try nextFrameEvent(host) else { Issue.record("lost \(n)"); return }
+            #expect(f.metadata.frameNumber == UInt64(n))
+        }
+        #expect(producer.counters.dropped == 4)
+        #expect(producer.counters.written == producer.framesTaken + producer.counters.dropped)
+        producer.finish()
+    }
+
+    @Test func secondProducerForTheSameGroupIsRefused() throws {
+        let group = uniqueGroup("ring")
+        let producer = try RingProducer(appGroup: group, slotCapacity: 4096)
+        #expect(throws: RingError.self) { try RingProducer(appGroup: group, slotCapacity: 4096) }
+        producer.finish()
+        #expect(!segmentExists(group))
+    }
+
+    enum Corruption: String, CaseIterable {
+        case zeroWidth, hugeHeight, unknownFormat, unknownOrientation, payloadPastSlot, zeroPayload
+        case planeCount, strideTooSmall, offsetPastPayload, checksum
+    }
+
+    @Test(arguments: Corruption.allCases)
+    func hostileMetadataIsCountedAndSkipped(_ corruption: Corruption) throws {
+        let group = uniqueGroup("hostile")
+        let buffer = try makeBuffer(64, 48, .i420)
+        let producer = try RingProducer(appGroup: group, slotCapacity: buffer.capacity)
+        defer { producer.finish() }
+        let host = RingHost(appGroup: group, verifyChecksums: true)
+        try producer.publish(buffer, frameNumber: 1, captureTime: 1, checksum: true)
+
+        // Write into the published slot through a mapping of our own, as a hostile process would.
+        let segment = try RawMapping(name: group.sharedMemoryName)
+        let published = Int(segment.u32(RingLayout.slotStateOffset) & 3)
+        let slot = RingLayout.slotOffset(published, capacity: producer.slotCapacity)
+        switch corruption {
+        case .zeroWidth: segment.setU32(slot + FrameMetadataField.width, 0)
+        case .hugeHeight: segment.setU32(slot + FrameMetadataField.height, 0xFFFF_FFFF)
+        case .unknownFormat: segment.setU32(slot + FrameMetadataField.format, 77)
+        case .unknownOrientation: segment.setU32(slot + FrameMetadataField.orientation, 0)
+        case .payloadPastSlot: segment.setU32(slot + FrameMetadataField.payloadSize, UInt32(producer.slotCapacity + 1))
+        case .zeroPayload: segment.setU32(slot + FrameMetadataField.payloadSize, 0)
+        case .planeCount: segment.setU32(slot + FrameMetadataField.planeCount, 9)
+        case .strideTooSmall: segment.setU32(slot + FrameMetadataField.strides + 4, 3)
+        case .offsetPastPayload: segment.setU32(slot + FrameMetadataField.offsets + 8, 0x7FFF_FFFF)
+        case .checksum: segment.setU32(slot + FrameMetadataField.checksum, 12345)
+        }
+        guard case .invalidFrame = try nextFrameEvent(host) else {
+            Issue.record("\(corruption) was not refused")
+            return
+        }
+        #expect(host.counters.invalid == 1)
+        // The ring still works after it.
+        try producer.publish(buffer, frameNumber: 2, captureTime: 1, checksum: true)
+        guard case .frame(let frame) = try nextFrameEvent(host) else { Issue.record("ring broken after \(corruption)"); return }
+        #expect(frame.metadata.frameNumber == 2)
+    }
+
+    enum Foreign: String, CaseIterable { case otherOwner, wrongMagic, wrongVersion, otherAppGroup, groupWritable, worldWritable }
+
+    @Test(arguments: Foreign.allCases)
+    func segmentsPreparedBySomeoneElseAreRefusedByBothSides(_ kind: Foreign) throws {
+        let group = uniqueGroup("foreign")
+        let capacity = 4096
+        let size = RingLayout.segmentSize(capacity: capacity)
+        let name = group.sharedMemoryName
+        let segment = try RawMapping(create: name, size: size)
+        defer { shm_unlink(name) }
+        // A well-formed header first, then the one thing that is wrong.
+        segment.setU64(RingLayout.magicOffset, RingLayout.magic)
+        segment.setU32(RingLayout.versionOffset, RingLayout.version)
+        segment.setU32(RingLayout.headerSizeOffset, UInt32(RingLayout.headerSize))
+        segment.setU32(RingLayout.slotCountOffset, 3)
+        segment.setU64(RingLayout.slotCapacityOffset, UInt64(capacity))
+        segment.setU64(RingLayout.slotStrideOffset, UInt64(RingLayout.slotStride(capacity: capacity)))
+        segment.setU64(RingLayout.segmentSizeOffset, UInt64(size))
+        segment.setString(group.name, lengthAt: RingLayout.appGroupLengthOffset, at: RingLayout.appGroupOffset)
+        segment.setU32(RingLayout.slotStateOffset, 1 | 2 << 2)
+        segment.setU32(RingLayout.producerPidOffset, UInt32(getpid()))
+        var expected = ""
+        switch kind {
+        case .otherOwner: fchown(segment.fd, 65534, 65534); expected = "owned by uid 65534"
+        case .wrongMagic: segment.setU64(RingLayout.magicOffset, 0xDEAD_BEEF); expected = "not a FrameRelay ring"
+        case .wrongVersion: segment.setU32(RingLayout.versionOffset, 99); expected = "version 99"
+        case .otherAppGroup:
+            segment.setString("group.someone.else", lengthAt: RingLayout.appGroupLengthOffset, at: RingLayout.appGroupOffset)
+            expected = "\"group.someone.else\", not \"\(group.name)\""
+        case .groupWritable: fchmod(segment.fd, 0o620); expected = "mode 620"
+        case .worldWritable: fchmod(segment.fd, 0o606); expected = "mode 606"
+        }
+        do {
+            _ = try RingHost(appGroup: group).next(timeoutNanoseconds: 50_000_000)
+            Issue.record("host accepted a \(kind) segment")
+        } catch {
+            #expect(error.description.contains(expected), "\(error.description)")
+        }
+        do {
+            _ = try RingProducer(appGroup: group, slotCapacity: capacity)
+            Issue.record("producer accepted a \(kind) segment")
+        } catch {
+            #expect(error.description.contains(expected) || kind == .otherAppGroup, "\(error.description)")
+        }
+        #expect(segmentExists(group), "someone else's segment must not be removed")
+    }
+}
+
+/// A plain mapping of a segment, to play the part of another process.
+final class RawMapping {
+    let fd: Int32
+    let base: UnsafeMutableRawPointer
+    let size: Int
+
+    init(name: String) throws {
+        fd = shm_open(name, O_RDWR, 0)
+        guard fd >= 0 else { throw SystemError("shm_open", name, code: errno) }
+        var info = stat()
+        fstat(fd, &info)
+        size = Int(info.st_size)
+        base = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)!
+    }
+
+    init(create name: String, size: Int) throws {
+        fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0o600)
+        guard fd >= 0 else { throw SystemError("shm_open", name, code: errno) }
+        ftruncate(fd, off_t(size))
+        self.size = size
+        base = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)!
+    }
+
+    deinit {
+        munmap(base, size)
+        close(fd)
+    }
+
+    func u32(_ offset: Int) -> UInt32 { base.load(fromByteOffset: offset, as: UInt32.self) }
+    func setU32(_ offset: Int, _ value: UInt32) { base.storeBytes(of: value, toByteOffset: offset, as: UInt32.self) }
+    func setU64(_ offset: Int, _ value: UInt64) { base.storeBytes(of: value, toByteOffset: offset, as: UInt64.self) }
+    func setString(_ text: String, lengthAt lengthOffset: Int, at offset: Int) {
+        let bytes = Array(text.utf8)
+        for (i, byte) in bytes.enumerated() { base.storeBytes(of: byte, toByteOffset: offset + i, as: UInt8.self) }
+        setU32(lengthOffset, UInt32(bytes.count))
+    }
+}

@@ -1,0 +1,128 @@
+@preconcurrency import Glibc
+import Foundation
+import FrameRelay
+import Testing
+
+/// The package's root and its built executables.
+enum Paths {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
+    static func executable(_ name: String) -> String {
+        root.appendingPathComponent(".build/debug/\(name)").path
+    }
+    static let clipXZ = root.deletingLastPathComponent().appendingPathComponent("shared/clips/desktop-720p30.y4m.xz").path
+
+    /// A fresh temporary folder.
+    static func temporaryDirectory() -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("frame-relay-tests-\(UUID().uuidString.prefix(8))")
+        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    /// The shared desktop clip, decompressed once per test process.
+    static let clip: String = {
+        let dir = temporaryDirectory()
+        let out = dir.appendingPathComponent("desktop-720p30.y4m").path
+        let result = run("/bin/sh", ["-c", "xz -dc '\(clipXZ)' > '\(out)'"])
+        precondition(result.status == 0, "xz failed: \(result.stderr)")
+        return out
+    }()
+}
+
+/// A unique App Group per test, so tests never share a ring.
+func uniqueGroup(_ tag: String = "t") -> AppGroup {
+    try! AppGroup("group.test.framerelay.\(tag).p\(getpid()).n\(UInt32.random(in: 0...UInt32.max))")
+}
+
+/// Whether the App Group's segment exists in /dev/shm.
+func segmentExists(_ group: AppGroup) -> Bool {
+    FileManager.default.fileExists(atPath: "/dev/shm" + group.sharedMemoryName)
+}
+
+/// Runs a command to completion.
+@discardableResult
+func run(_ path: String, _ arguments: [String], timeout: Double = 60) -> (status: Int32, stdout: String, stderr: String) {
+    let process = Spawned(path, arguments)
+    let status = process.wait(timeout: timeout)
+    return (status, process.stdout, process.stderr)
+}
+
+/// A child process whose output goes to files that the test can read while it runs.
+final class Spawned {
+    let process = Process()
+    private let outURL: URL
+    private let errURL: URL
+    let startTime = MonotonicClock.now()
+
+    init(_ path: String, _ arguments: [String], environment: [String: String]? = nil) {
+        let dir = FileManager.default.temporaryDirectory
+        let id = UUID().uuidString.prefix(8)
+        outURL = dir.appendingPathComponent("spawn-\(id).out")
+        errURL = dir.appendingPathComponent("spawn-\(id).err")
+        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
+        process.standardOutput = try! FileHandle(forWritingTo: outURL)
+        process.standardError = try! FileHandle(forWritingTo: errURL)
+        process.standardInput = FileHandle.nullDevice
+        try! process.run()
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        try? FileManager.default.removeItem(at: outURL)
+        try? FileManager.default.removeItem(at: errURL)
+    }
+
+    var pid: Int32 { process.processIdentifier }
+    var stdout: String { (try? String(contentsOf: outURL, encoding: .utf8)) ?? "" }
+    var stderr: String { (try? String(contentsOf: errURL, encoding: .utf8)) ?? "" }
+
+    /// Waits until stderr contains `text` `count` times; false on timeout or exit.
+    func waitForLog(_ text: String, count: Int = 1, timeout: Double = 20) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if stderr.components(separatedBy: text).count - 1 >= count { return true }
+            if !process.isRunning { return stderr.components(separatedBy: text).count - 1 >= count }
+            usleep(20_000)
+        }
+        return false
+    }
+
+    func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
+
+    /// Waits for exit; kills it (and returns -9) after `timeout` seconds.
+    func wait(timeout: Double = 60) -> Int32 {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return -9
+        }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+}
+
+/// broadcast-sim with arguments.
+func producer(_ group: AppGroup, _ arguments: [String]) -> Spawned {
+    Spawned(Paths.executable("broadcast-sim"), ["--app-group", group.name] + arguments)
+}
+
+/// frame-relay with arguments.
+func host(_ groups: [AppGroup], _ arguments: [String]) -> Spawned {
+    Spawned(Paths.executable("frame-relay"), groups.flatMap { ["--app-group", $0.name] } + arguments)
+}
+
+/// The JSON object in a file.
+func readJSON(_ path: String) throws -> Any {
+    try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path)))
+}
+
+/// The host's per-share statistics from `--stats-json`.
+func readShareStats(_ path: String) throws -> [ShareStats] {
+    try JSONDecoder().decode([ShareStats].self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+}

@@ -143,6 +143,7 @@ func peakRSSBytes() -> Int {
 
 func run() throws -> Int32 {
     let s = try parseSettings()
+    Signals.resetInherited()
     signal(SIGUSR1) { _ in pauseToggles.wrappingAdd(1, ordering: .relaxed) }
     signal(SIGINT) { _ in stopSignals.wrappingAdd(1, ordering: .relaxed) }
     signal(SIGTERM) { _ in stopSignals.wrappingAdd(1, ordering: .relaxed) }

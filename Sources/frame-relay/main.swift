@@ -125,6 +125,7 @@ func runCommand() throws -> Int32 {
     }
 }
 
+Signals.resetInherited()
 signal(SIGINT) { _ in stopSignals.wrappingAdd(1, ordering: .relaxed) }
 signal(SIGTERM) { _ in stopSignals.wrappingAdd(1, ordering: .relaxed) }
 signal(SIGPIPE, SIG_IGN)

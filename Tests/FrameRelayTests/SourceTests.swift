@@ -1,0 +1,78 @@
+@preconcurrency import Glibc
+import Foundation
+import FrameRelay
+import Testing
+
+@Suite(.serialized) struct SourceTests {
+    @Test func syntheticScreenStampsTheFrameNumber() throws {
+        for format in [PixelFormat.i420, .nv12] {
+            let screen = try SyntheticScreen(width: 640, height: 360, format: format)
+            for n: UInt64 in [0, 1, 77, 123_456] {
+                let buffer = try #require(screen.nextFrame(number: n))
+                let read = buffer.withUnsafeMutablePlane(0) { bytes, stride in
+                    FrameStamp.read(luma: UnsafeRawBufferPointer(bytes), stride: stride, width: 640, height: 360)
+                }
+                #expect(read == n)
+            }
+        }
+    }
+
+    @Test func y4mSourceReadsTheSharedClipAndLoops() throws {
+        let source = try Y4MFileSource(path: Paths.clip)
+        #expect(source.width == 1280 && source.height == 720 && source.frameRate == 30)
+        var checksums: [UInt64] = []
+        var n: UInt64 = 0
+        while checksums.count < 3, let buffer = try source.nextFrame(number: n) {
+            checksums.append(buffer.withUnsafeBytes { FrameChecksum.of($0) })
+            n += 1
+        }
+        #expect(checksums.count == 3)
+        // Reading on past the end wraps to the start rather than stopping.
+        for _ in 0..<400 { _ = try #require(try source.nextFrame(number: n)); n += 1 }
+    }
+
+    @Test func clipThroughTheRingBetweenProcesses() throws {
+        let group = uniqueGroup("clip")
+        let dir = Paths.temporaryDirectory()
+        let hostStats = dir.appendingPathComponent("host.json").path
+        let h = host([group], ["--exit-when-finished", "--verify", "--stats-json", hostStats, "--quiet"])
+        let p = producer(group, ["--source", "file", "--file", Paths.clip, "--frames", "30", "--fps", "30", "--format", "bgra", "--checksum", "--quiet"])
+        #expect(p.wait() == 0)
+        #expect(h.wait() == 0)
+        let share = try #require(try readShareStats(hostStats).first)
+        #expect(share.geometries.first?.hasPrefix("1280x720 bgra up") == true)
+        #expect(share.taken > 0 && share.invalid == 0)
+    }
+
+    @Test func x11SourceCapturesWhatAClientDrawsUnderXvfb() throws {
+        let display = ":\(90 + Int(getpid() % 50))"
+        let xvfb = Spawned("/usr/bin/Xvfb", [display, "-screen", "0", "320x240x24", "-nolisten", "tcp", "-noreset"])
+        defer { xvfb.signal(SIGTERM); _ = xvfb.wait(timeout: 5) }
+        var connected = false
+        for _ in 0..<100 {
+            if FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(display.dropFirst())") { connected = true; break }
+            usleep(50_000)
+        }
+        try #require(connected, "Xvfb did not start: \(xvfb.stderr)")
+        // An X client paints the root window.
+        #expect(run("/usr/bin/xsetroot", ["-display", display, "-solid", "#FF8000"]).status == 0)
+        let capture = try X11Capture(display: display)
+        #expect(capture.width == 320 && capture.height == 240)
+        let buffer = try #require(try capture.nextFrame(number: 0))
+        buffer.withUnsafeMutablePlane(0) { bytes, stride in
+            let p = 120 * stride + 160 * 4
+            #expect(bytes[p] == 0x00 && bytes[p + 1] == 0x80 && bytes[p + 2] == 0xFF, "B G R = \(bytes[p]) \(bytes[p + 1]) \(bytes[p + 2])")
+        }
+        // And the same through broadcast-sim into a host in another process.
+        let group = uniqueGroup("x11")
+        let dir = Paths.temporaryDirectory()
+        let hostStats = dir.appendingPathComponent("host.json").path
+        let h = host([group], ["--exit-when-finished", "--stats-json", hostStats, "--quiet"])
+        let p = producer(group, ["--source", "x11", "--display", display, "--frames", "10", "--fps", "20", "--format", "i420", "--quiet"])
+        #expect(p.wait() == 0)
+        #expect(h.wait() == 0)
+        let share = try #require(try readShareStats(hostStats).first)
+        #expect(share.geometries == ["320x240 i420 up from frame 0"] || share.geometries.first?.hasPrefix("320x240 i420 up") == true)
+        #expect(!segmentExists(group))
+    }
+}

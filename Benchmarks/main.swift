@@ -1,1 +1,53 @@
-print("todo")
+@preconcurrency import Glibc
+import Foundation
+import FrameRelay
+
+/// frame-relay-bench: named benchmark cases with warm-up and percentiles,
+/// JSON output in the `[{"name", "unit", "value"}]` shape, and a compare
+/// gate that fails on regression.
+func main() throws -> Int32 {
+    var parser = OptionParser(command: "frame-relay-bench", summary: "FrameRelay benchmarks (JSON for benchmark CI)")
+    parser.flag("quick", help: "Fewer iterations: a smoke test for CI.")
+    parser.option("filter", "TEXT", help: "Run only cases whose name contains TEXT.")
+    parser.option("output", "PATH", default: "benchmarks.json", help: "Where to write the JSON results.")
+    parser.option("compare", "BASELINE", help: "A previous results JSON to compare against.")
+    parser.option("threshold", "PCT", default: "10", help: "Allowed growth in percent before a case counts as a regression.")
+    try parser.parse(Array(CommandLine.arguments.dropFirst()))
+    let threshold = try parser.double("threshold", in: 0...10_000)!
+    var baseline: [BenchmarkResult]?
+    if let path = parser.string("compare") {
+        guard let data = FileManager.default.contents(atPath: path) else { throw UsageError("cannot read baseline \(path)") }
+        do { baseline = try JSONDecoder().decode([BenchmarkResult].self, from: data) } catch {
+            throw UsageError("baseline \(path) is not benchmark JSON ([{\"name\",\"unit\",\"value\"}])")
+        }
+    }
+    let runner = BenchmarkRunner(quick: parser.flag("quick"), filter: parser.string("filter"))
+    try runner.run("ring.write") { try producerWriteCost(quick: runner.quick) }
+    try runner.run("ring.handoff") { try handoffBetweenProcesses(quick: runner.quick) }
+    try runner.run("producer.peak_rss") { try producerPeakRSS(quick: runner.quick) }
+
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    try encoder.encode(runner.results).write(to: URL(fileURLWithPath: parser.string("output")!))
+    print(runner.table)
+    if let baseline {
+        let found = regressions(runner.results, baseline: baseline, thresholdPercent: threshold)
+        if !found.isEmpty {
+            for line in found { FileHandle.standardError.write(Data("regression: \(line)\n".utf8)) }
+            return 1
+        }
+        print("no regression beyond \(threshold)% against \(parser.string("compare")!)")
+    }
+    return 0
+}
+
+Signals.resetInherited()
+do {
+    exit(try main())
+} catch let help as HelpRequested {
+    print(help.text)
+    exit(0)
+} catch {
+    FileHandle.standardError.write(Data("frame-relay-bench: error: \(error)\n".utf8))
+    exit(1)
+}

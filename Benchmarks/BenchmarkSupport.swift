@@ -1,0 +1,71 @@
+@preconcurrency import Glibc
+import Foundation
+import FrameRelay
+
+/// One benchmark figure, in the shape benchmark-tracking CI actions read.
+struct BenchmarkResult: Codable {
+    var name: String
+    var unit: String
+    var value: Double
+    /// Extra context shown in the table (not compared).
+    var extra: String?
+}
+
+/// Runs named cases and collects their results.
+final class BenchmarkRunner {
+    let quick: Bool
+    let filter: String?
+    private(set) var results: [BenchmarkResult] = []
+
+    init(quick: Bool, filter: String?) {
+        self.quick = quick
+        self.filter = filter
+    }
+
+    /// Runs `body` if `name` matches the filter; it returns its results.
+    func run(_ name: String, _ body: () throws -> [BenchmarkResult]) rethrows {
+        if let filter, !name.contains(filter) { return }
+        FileHandle.standardError.write(Data("running \(name)…\n".utf8))
+        results += try body()
+    }
+
+    var table: String {
+        let width = max(40, results.map(\.name.count).max() ?? 0)
+        var lines = ["name".padding(toLength: width, withPad: " ", startingAt: 0) + "  " + "value".leftPad(12) + "  unit"]
+        for r in results {
+            lines.append(r.name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + String(format: "%.3f", r.value).leftPad(12) + "  " + r.unit + (r.extra.map { "  (\($0))" } ?? ""))
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+extension String {
+    func leftPad(_ length: Int) -> String { count >= length ? self : String(repeating: " ", count: length - count) + self }
+}
+
+/// Compares results against a baseline: every case present in both whose
+/// value grew by more than `thresholdPercent` (all our figures are lower-is-better) regressed.
+func regressions(_ results: [BenchmarkResult], baseline: [BenchmarkResult], thresholdPercent: Double) -> [String] {
+    var found: [String] = []
+    for result in results {
+        guard let base = baseline.first(where: { $0.name == result.name }), base.value > 0 else { continue }
+        let change = (result.value - base.value) / base.value * 100
+        if change > thresholdPercent {
+            found.append(String(format: "%@: %.3f %@ vs baseline %.3f (+%.1f%% > %.1f%%)", result.name, result.value, result.unit, base.value, change, thresholdPercent))
+        }
+    }
+    return found
+}
+
+/// The directory holding this executable and its sibling programs.
+let binaryDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+
+/// Starts a sibling executable.
+func launch(_ name: String, _ arguments: [String]) throws -> Process {
+    let process = Process()
+    process.executableURL = binaryDirectory.appendingPathComponent(name)
+    process.arguments = arguments
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    return process
+}

@@ -1,0 +1,77 @@
+@preconcurrency import Glibc
+import Foundation
+import FrameRelay
+
+/// Producer write cost as a ratio to a plain memcpy of the same frame,
+/// measured side by side (alternating) in one run.
+func producerWriteCost(quick: Bool) throws -> [BenchmarkResult] {
+    var results: [BenchmarkResult] = []
+    let sizes = [(1280, 720), (1920, 1080), (2732, 2048)]
+    for (width, height) in sizes {
+        for format in [PixelFormat.bgra, .nv12] {
+            let buffer = try PixelBuffer(width: width, height: height, format: format)
+            let group = try AppGroup("group.bench.framerelay.write.p\(getpid())")
+            let producer = try RingProducer(appGroup: group, slotCapacity: buffer.capacity)
+            defer { producer.finish() }
+            // memcpy into three rotating destinations, as the ring rotates three slots.
+            let targets = (0..<3).map { _ in UnsafeMutableRawPointer.allocate(byteCount: buffer.capacity, alignment: 4096) }
+            defer { targets.forEach { $0.deallocate() } }
+            for t in targets { t.initializeMemory(as: UInt8.self, repeating: 1, count: buffer.capacity) }
+            var ring = LatencyHistogram(), copy = LatencyHistogram()
+            let iterations = quick ? 60 : 400
+            for i in 0..<(iterations + 20) {
+                let t0 = MonotonicClock.now()
+                try producer.publish(buffer, frameNumber: UInt64(i), captureTime: t0)
+                let t1 = MonotonicClock.now()
+                buffer.withUnsafeBytes { targets[i % 3].copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+                let t2 = MonotonicClock.now()
+                if i >= 20 {  // warm-up: page faults of first touches
+                    ring.record(t1 - t0)
+                    copy.record(t2 - t1)
+                }
+            }
+            let ratio = Double(ring.percentile(50)) / Double(copy.percentile(50))
+            let name = "ring.write.\(width)x\(height).\(format)"
+            results.append(BenchmarkResult(name: name + ".ratio_to_memcpy", unit: "x", value: ratio,
+                extra: String(format: "write p50 %.0f µs p99 %.0f µs, memcpy p50 %.0f µs", Double(ring.percentile(50)) / 1000, Double(ring.percentile(99)) / 1000, Double(copy.percentile(50)) / 1000)))
+            results.append(BenchmarkResult(name: name + ".p50", unit: "us", value: Double(ring.percentile(50)) / 1000))
+        }
+    }
+    return results
+}
+
+/// Publish → host awake, and producer peak RSS, between real processes.
+func handoffBetweenProcesses(quick: Bool) throws -> [BenchmarkResult] {
+    let group = "group.bench.framerelay.handoff.p\(getpid())"
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("fr-bench-\(getpid())")
+    try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let hostStats = dir.appendingPathComponent("host.json").path
+    let host = try launch("frame-relay", ["--app-group", group, "--exit-when-finished", "--stats-json", hostStats, "--quiet"])
+    let producer = try launch("broadcast-sim", ["--app-group", group, "--size", "320x240", "--fps", "200", "--duration", quick ? "2" : "8", "--quiet"])
+    producer.waitUntilExit()
+    host.waitUntilExit()
+    let shares = try JSONDecoder().decode([ShareStats].self, from: Data(contentsOf: URL(fileURLWithPath: hostStats)))
+    guard let share = shares.first, share.handoff.count > 0 else { throw UsageError("hand-off benchmark: the host took no frames") }
+    return [
+        BenchmarkResult(name: "ring.handoff.publish_to_host_awake.p50", unit: "us", value: share.handoff.p50, extra: "\(share.handoff.count) frames"),
+        BenchmarkResult(name: "ring.handoff.publish_to_host_awake.p99", unit: "us", value: share.handoff.p99),
+    ]
+}
+
+/// Peak RSS of a producer sending 2732×2048 NV12 at 60 frames/s (ring mapping included).
+func producerPeakRSS(quick: Bool) throws -> [BenchmarkResult] {
+    let group = "group.bench.framerelay.rss.p\(getpid())"
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("fr-bench-rss-\(getpid())")
+    try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let simStats = dir.appendingPathComponent("sim.json").path
+    let host = try launch("frame-relay", ["--app-group", group, "--exit-when-finished", "--quiet"])
+    let producer = try launch("broadcast-sim", ["--app-group", group, "--size", "2732x2048", "--format", "nv12", "--fps", "60", "--duration", quick ? "2" : "5", "--stats-json", simStats, "--quiet"])
+    producer.waitUntilExit()
+    host.waitUntilExit()
+    let stats = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: simStats))) as! [String: Any]
+    let rss = Double(stats["peakRSSBytes"] as! Int) / 1_048_576
+    let frames = stats["written"] as! Int
+    return [BenchmarkResult(name: "producer.peak_rss.2732x2048.nv12.60fps", unit: "MiB", value: rss, extra: "\(frames) frames written, limit 50 MB")]
+}

@@ -71,7 +71,7 @@ func producerPeakRSS(quick: Bool) throws -> [BenchmarkResult] {
     producer.waitUntilExit()
     host.waitUntilExit()
     let stats = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: simStats))) as! [String: Any]
-    let rss = Double(stats["peakRSSBytes"] as! Int) / 1_048_576
+    let rss = Double(stats["peakRSSBytes"] as! Int) / 1_000_000
     let frames = stats["written"] as! Int
-    return [BenchmarkResult(name: "producer.peak_rss.2732x2048.nv12.60fps", unit: "MiB", value: rss, extra: "\(frames) frames written, limit 50 MB")]
+    return [BenchmarkResult(name: "producer.peak_rss.2732x2048.nv12.60fps", unit: "MB", value: rss, extra: "\(frames) frames written, limit 50 MB")]
 }

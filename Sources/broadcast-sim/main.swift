@@ -1,5 +1,5 @@
 @preconcurrency import Glibc
-import Foundation
+import FoundationEssentials
 import FrameRelay
 import Synchronization
 
@@ -121,7 +121,7 @@ final class SimulatedExtension: BroadcastSampleHandler {
 }
 
 func log(_ message: String) {
-    FileHandle.standardError.write(Data("broadcast-sim: \(message)\n".utf8))
+    writeStandardError("broadcast-sim: \(message)\n")
 }
 
 func makeSource(_ s: Settings, width: Int, height: Int, format: PixelFormat) throws -> FrameSource {
@@ -132,8 +132,23 @@ func makeSource(_ s: Settings, width: Int, height: Int, format: PixelFormat) thr
     }
 }
 
+/// Counters written by --stats-json.
+struct ProducerStats: Codable {
+    var frames: UInt64
+    var written: UInt64
+    var dropped: UInt64
+    var takenByHost: UInt64
+    var throttled: UInt64
+    var maxSampleMicros: Double
+    var peakRSSBytes: Int
+    var stopReason: String
+    var slotCapacity: Int
+}
+
+/// VmHWM: the most resident memory this process has had, ring mapping included.
 func peakRSSBytes() -> Int {
-    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+    guard let data = FileManager.default.contents(atPath: "/proc/self/status") else { return 0 }
+    let status = String(decoding: data, as: UTF8.self)
     for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
         let kb = line.split(separator: " ").compactMap { Int($0) }.first ?? 0
         return kb * 1024
@@ -227,13 +242,12 @@ func run() throws -> Int32 {
     handler.broadcastFinished()
     if !s.quiet { log("finished (\(stopReason)): \(number) frames, \(counters.written) written, \(counters.dropped) dropped, \(handler.throttled) throttled") }
     if let path = s.statsPath {
-        let stats: [String: Any] = [
-            "frames": number, "written": counters.written, "dropped": counters.dropped, "takenByHost": taken,
-            "throttled": handler.throttled, "maxSampleMicros": Double(handler.maxSampleNanoseconds) / 1000,
-            "peakRSSBytes": peakRSSBytes(), "stopReason": stopReason, "slotCapacity": largest,
-        ]
-        let data = try JSONSerialization.data(withJSONObject: stats, options: [.sortedKeys])
-        try data.write(to: URL(fileURLWithPath: path))
+        let stats = ProducerStats(
+            frames: number, written: counters.written, dropped: counters.dropped, takenByHost: taken,
+            throttled: handler.throttled, maxSampleMicros: Double(handler.maxSampleNanoseconds) / 1000,
+            peakRSSBytes: peakRSSBytes(), stopReason: stopReason, slotCapacity: largest)
+        let data = try JSONEncoder().encode(stats)
+        try data.write(to: URL(filePath: path))
     }
     return 0
 }

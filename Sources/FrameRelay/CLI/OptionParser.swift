@@ -39,7 +39,7 @@ public struct OptionParser {
             var right = option.help
             if let value = option.defaultValue { right += " (default: \(value))" }
             if option.repeatable { right += " (repeatable)" }
-            lines.append(left.padding(toLength: max(left.count + 2, 30), withPad: " ", startingAt: 0) + right)
+            lines.append(left + String(repeating: " ", count: max(2, 30 - left.count)) + right)
         }
         lines.append("  --help                      Show this help.")
         return lines.joined(separator: "\n")

@@ -1,5 +1,4 @@
 @preconcurrency import Glibc
-import Foundation
 
 /// A live status display on a terminal: one line per share, redrawn in
 /// place. Silent when stderr is not a terminal.
@@ -19,7 +18,7 @@ public final class StatusLine {
             text += "\u{1B}[2K" + Self.format(share) + "\n"
         }
         linesDrawn = shares.count
-        FileHandle.standardError.write(Data(text.utf8))
+        writeStandardError(text)
     }
 
     /// Clears the display before normal output.
@@ -29,16 +28,40 @@ public final class StatusLine {
         for _ in 0..<linesDrawn { text += "\u{1B}[2K\n" }
         text += "\u{1B}[\(linesDrawn)A"
         linesDrawn = 0
-        FileHandle.standardError.write(Data(text.utf8))
+        writeStandardError(text)
     }
 
     /// One share as a line: frames/s, drops, and latency percentiles.
     public static func format(_ s: ShareStats) -> String {
-        let ring = s.ring
-        let state = s.producerAttaches == 0 ? "waiting for producer" : String(format: "%5.1f fps", s.fps)
-        return String(
-            format: "%@  %@  taken %llu  dropped %llu  invalid %llu  capture→taken p50 %.2f ms p99 %.2f ms  hand-off p99 %.0f µs",
-            s.appGroup, state, s.taken, ring.dropped + s.earlierRings.dropped, s.invalid,
-            s.captureToTaken.p50 / 1000, s.captureToTaken.p99 / 1000, s.handoff.p99)
+        let state = s.producerAttaches == 0 ? "waiting for producer" : "\(fixed(s.fps, 1)) fps"
+        return "\(s.appGroup)  \(state)  taken \(s.taken)  dropped \(s.ring.dropped + s.earlierRings.dropped)  invalid \(s.invalid)"
+            + "  capture→taken p50 \(fixed(s.captureToTaken.p50 / 1000, 2)) ms p99 \(fixed(s.captureToTaken.p99 / 1000, 2)) ms"
+            + "  hand-off p99 \(fixed(s.handoff.p99, 0)) µs"
+    }
+}
+
+/// `value` with `digits` decimals, without Foundation's String(format:).
+public func fixed(_ value: Double, _ digits: Int) -> String {
+    guard value.isFinite else { return "\(value)" }
+    var scale = 1.0
+    for _ in 0..<digits { scale *= 10 }
+    let scaled = Int((abs(value) * scale).rounded())
+    let whole = scaled / Int(scale), fraction = scaled % Int(scale)
+    let sign = value < 0 && scaled != 0 ? "-" : ""
+    guard digits > 0 else { return sign + "\(whole)" }
+    let text = String(fraction)
+    return sign + "\(whole)." + String(repeating: "0", count: digits - text.count) + text
+}
+
+/// Writes text to stderr unbuffered.
+public func writeStandardError(_ text: String) {
+    var text = text
+    text.withUTF8 { bytes in
+        var offset = 0
+        while offset < bytes.count {
+            let n = write(STDERR_FILENO, bytes.baseAddress! + offset, bytes.count - offset)
+            if n <= 0 { if n < 0 && errno == EINTR { continue }; return }
+            offset += n
+        }
     }
 }

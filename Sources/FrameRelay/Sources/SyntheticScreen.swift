@@ -1,3 +1,5 @@
+@preconcurrency import Glibc
+
 /// A synthetic screen that looks and codes like real screen content: a
 /// desktop, a terminal window that moves and whose text scrolls and updates,
 /// a cursor, and the frame number stamped into the top-left corner so that a
@@ -67,4 +69,3 @@ public final class SyntheticScreen: FrameSource {
     }
 }
 
-import Foundation

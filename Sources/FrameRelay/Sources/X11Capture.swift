@@ -19,7 +19,7 @@ public final class X11Capture: FrameSource {
     public init(display: String? = nil) throws {
         var screenNumber: Int32 = 0
         guard let connection = xcb_connect(display, &screenNumber), xcb_connection_has_error(connection) == 0 else {
-            throw SourceError.display("cannot connect to display \(display ?? ProcessInfo.processInfo.environment["DISPLAY"] ?? "(DISPLAY unset)")")
+            throw SourceError.display("cannot connect to display \(display ?? getenv("DISPLAY").map { String(cString: $0) } ?? "(DISPLAY unset)")")
         }
         var iterator = xcb_setup_roots_iterator(xcb_get_setup(connection))
         for _ in 0..<screenNumber { xcb_screen_next(&iterator) }
@@ -89,4 +89,3 @@ public final class X11Capture: FrameSource {
     }
 }
 
-import Foundation

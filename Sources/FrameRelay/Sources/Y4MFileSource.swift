@@ -1,33 +1,34 @@
-import Foundation
+@preconcurrency import Glibc
 
 /// Reads a YUV4MPEG2 (4:2:0) file frame by frame, looping at its end when
-/// asked: the format of the shared desktop clip after `xz -dk`.
+/// asked: the format of the shared desktop clip after `xz -dk`. Frames are
+/// read with read(2) straight into one reused buffer.
 public final class Y4MFileSource: FrameSource {
     public let width: Int
     public let height: Int
     /// Frames per second from the header's `F` field.
     public let frameRate: Double
-    private let handle: FileHandle
+    private let fd: Int32
     private let path: String
-    private let dataStart: UInt64
+    private let dataStart: Int
     private let loop: Bool
     private let buffer: PixelBuffer
     private let frameBytes: Int
+    private var position: Int
 
     /// Opens `path` and parses its header; throws a ``SourceError`` naming
     /// the file and what is wrong with it.
     public init(path: String, loop: Bool = true) throws {
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw SourceError.missingFile(path) }
-        self.handle = handle
-        self.path = path
-        self.loop = loop
-        let head = try handle.read(upToCount: 512) ?? Data()
-        guard head.starts(with: Array("YUV4MPEG2 ".utf8)), let newline = head.firstIndex(of: 0x0A) else {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw SourceError.missingFile(path) }
+        var head = [UInt8](repeating: 0, count: 512)
+        let count = pread(fd, &head, head.count, 0)
+        guard count > 10, head.starts(with: Array("YUV4MPEG2 ".utf8)), let newline = head[..<count].firstIndex(of: 0x0A) else {
+            close(fd)
             throw SourceError.malformed(path, "not a YUV4MPEG2 file")
         }
-        let fields = String(decoding: head[..<newline], as: UTF8.self).split(separator: " ").dropFirst()
         var width = 0, height = 0, rate = 30.0
-        for field in fields {
+        for field in String(decoding: head[..<newline], as: UTF8.self).split(separator: " ").dropFirst() {
             let value = field.dropFirst()
             switch field.first {
             case "W": width = Int(value) ?? 0
@@ -35,53 +36,59 @@ public final class Y4MFileSource: FrameSource {
             case "F":
                 let parts = value.split(separator: ":").compactMap { Double($0) }
                 if parts.count == 2, parts[0] > 0, parts[1] > 0 { rate = parts[0] / parts[1] }
-            case "C":
-                guard value.hasPrefix("420") else { throw SourceError.malformed(path, "colour space C\(value), only 4:2:0 is supported") }
-            case "I":
-                guard value == "p" || value == "?" else { throw SourceError.malformed(path, "interlaced (I\(value))") }
+            case "C" where !value.hasPrefix("420"):
+                close(fd)
+                throw SourceError.malformed(path, "colour space C\(value), only 4:2:0 is supported")
+            case "I" where value != "p" && value != "?":
+                close(fd)
+                throw SourceError.malformed(path, "interlaced (I\(value))")
             default: break
             }
         }
         guard (1...FrameMetadata.maxDimension).contains(width), (1...FrameMetadata.maxDimension).contains(height) else {
+            close(fd)
             throw SourceError.malformed(path, "bad size W\(width) H\(height)")
         }
+        self.fd = fd
+        self.path = path
+        self.loop = loop
         self.width = width
         self.height = height
         self.frameRate = rate
-        self.dataStart = UInt64(newline + 1)
+        self.dataStart = newline + 1
+        self.position = newline + 1
         self.buffer = try PixelBuffer(width: width, height: height, format: .i420, rowAlignment: 1)
         self.frameBytes = buffer.byteCount
-        try handle.seek(toOffset: dataStart)
     }
 
-    deinit { try? handle.close() }
+    deinit { close(fd) }
 
     public func nextFrame(number: UInt64) throws -> PixelBuffer? {
-        guard let marker = try readLine() else {
-            guard loop, number > 0 else { return nil }
-            try handle.seek(toOffset: dataStart)
-            return try nextFrame(number: number)
-        }
-        guard marker.hasPrefix("FRAME") else { throw SourceError.malformed(path, "expected FRAME, found \"\(marker.prefix(16))\"") }
-        // The planes are tight (row alignment 1), so one read fills them.
-        let data = try handle.read(upToCount: frameBytes) ?? Data()
-        guard data.count == frameBytes else {
-            guard loop else { return nil }
-            try handle.seek(toOffset: dataStart)
-            return try nextFrame(number: number)
-        }
-        data.withUnsafeBytes { buffer.storage.copyMemory(from: $0.baseAddress!, byteCount: frameBytes) }
-        return buffer
+        if try readFrame() { return buffer }
+        guard loop, position != dataStart else { return nil }
+        position = dataStart
+        return try readFrame() ? buffer : nil
     }
 
-    private func readLine() throws -> String? {
-        var bytes: [UInt8] = []
-        while let byte = try handle.read(upToCount: 1)?.first {
-            if byte == 0x0A { return String(decoding: bytes, as: UTF8.self) }
-            bytes.append(byte)
-            if bytes.count > 256 { throw SourceError.malformed(path, "frame header too long") }
+    /// Reads the frame at `position`; false at the end of the file.
+    private func readFrame() throws -> Bool {
+        // "FRAME" plus optional parameters, then a newline.
+        var marker = [UInt8](repeating: 0, count: 64)
+        let count = pread(fd, &marker, marker.count, off_t(position))
+        guard count > 0 else { return false }
+        guard marker.starts(with: Array("FRAME".utf8)), let newline = marker[..<count].firstIndex(of: 0x0A) else {
+            throw SourceError.malformed(path, "expected FRAME at byte \(position)")
         }
-        return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
+        // The planes are tight (row alignment 1), so one read fills them.
+        var done = 0
+        while done < frameBytes {
+            let n = pread(fd, buffer.storage + done, frameBytes - done, off_t(position + newline + 1 + done))
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { return false }  // a truncated last frame ends the file
+            done += n
+        }
+        position += newline + 1 + frameBytes
+        return true
     }
 }
 

@@ -1,5 +1,9 @@
-// turbojpeg is plain C and imports as is; the shim only names the version.
+// turbojpeg's function-like macros, which Swift cannot import.
 #pragma once
 #include <turbojpeg.h>
 
-static inline int ctj_version_major(void) { return TJ_NUMSAMP; }
+/// Row length padded to turbojpeg's 4-byte YUV alignment (TJPAD).
+static inline int ctj_pad(int width) { return TJPAD(width); }
+
+/// A dimension scaled by a turbojpeg scaling factor (TJSCALED).
+static inline int ctj_scaled(int dimension, tjscalingfactor factor) { return TJSCALED(dimension, factor); }

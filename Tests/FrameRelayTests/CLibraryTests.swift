@@ -30,6 +30,8 @@ import Testing
         var out = [UInt8](repeating: 0, count: 16 * 16 * 4)
         #expect(tjDecompress2(decompressor, jpeg, size, &out, 16, 64, 16, Int32(TJPF_BGRA.rawValue), 0) == 0)
         #expect(abs(Int(out[0]) - 128) <= 2)
+        #expect(ctj_pad(13) == 16)
+        #expect(ctj_scaled(100, tjscalingfactor(num: 1, denom: 2)) == 50)
     }
 
     @Test func libyuvConvertsWhiteBGRAToLimitedRangeLuma() {

@@ -35,7 +35,7 @@ func runDemo(_ arguments: [String]) throws -> Int32 {
     var options = ShareReceiver.Options()
     options.verifyChecksums = false
     let settings = HostSettings(
-        groups: [group], options: options, frames: nil, duration: duration, exitWhenFinished: false,
+        groups: [group], options: options, encoding: [EncodePipeline.Options()], frames: nil, duration: duration, exitWhenFinished: false,
         statsPath: parser.string("stats-json"), quiet: false)
     let status = try runHost(settings, extraStop: { !producer.isRunning })
     if producer.isRunning {

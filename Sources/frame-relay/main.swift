@@ -15,6 +15,8 @@ func log(_ message: String) {
 struct HostSettings {
     var groups: [AppGroup]
     var options: ShareReceiver.Options
+    /// One pipeline's options per group; nil when not encoding.
+    var encoding: [EncodePipeline.Options]?
     var frames: UInt64?
     var duration: Double?
     var exitWhenFinished: Bool
@@ -33,6 +35,14 @@ func declareHostOptions(_ parser: inout OptionParser) {
     parser.flag("exit-when-finished", help: "Exit once every producer has finished its broadcast.")
     parser.option("stats-json", "PATH", help: "Write per-share statistics as JSON here at exit.")
     parser.flag("quiet", help: "No status line or log lines.")
+    parser.flag("no-encode", help: "Only take frames (ring statistics), do not encode.")
+    parser.option("bitrate", "KBPS", default: "2500", help: "VP8 target bitrate (CBR), kilobits per second.")
+    parser.option("frame-rate", "N", default: "30", help: "Frame rate the encoder's rate control plans for.")
+    parser.option("keyframe-interval", "SECONDS", default: "3", help: "Periodic keyframes (0: only on request and size change).")
+    parser.option("speed", "N", default: "-6", help: "libvpx cpu-used: -6 is WebRTC's screen-share speed, -16 the fastest.")
+    parser.option("threads", "N", help: "Encoder threads (default: by picture size, cores and number of shares).")
+    parser.option("max-size", "WxH", help: "Scale larger frames down to fit, keeping the aspect ratio.")
+    parser.option("record", "FILE.ivf", repeatable: true, help: "Record each share's VP8 stream as IVF (one per --app-group, in order).")
 }
 
 func hostSettings(_ parser: OptionParser) throws -> HostSettings {
@@ -47,8 +57,30 @@ func hostSettings(_ parser: OptionParser) throws -> HostSettings {
     options.workNanoseconds = UInt64((try parser.double("work-ms", in: 0...10_000) ?? 0) * 1e6)
     options.maxFrameRate = try parser.int("max-fps", in: 1...1000)
     options.stopAfter = try parser.int("stop-after", in: 1...Int.max).map(UInt64.init)
+    var encoding: [EncodePipeline.Options]?
+    if !parser.flag("no-encode") {
+        var pipeline = EncodePipeline.Options()
+        pipeline.settings.bitrateKbps = try parser.int("bitrate", in: 1...100_000)!
+        pipeline.settings.frameRate = try parser.int("frame-rate", in: 1...240)!
+        pipeline.settings.keyframeInterval = try parser.double("keyframe-interval", in: 0...3600)!
+        pipeline.settings.speed = try parser.int("speed", in: -16...16)!
+        pipeline.settings.threads = try parser.int("threads", in: 1...16)
+        pipeline.settings.concurrentEncoders = groups.count
+        if let text = parser.string("max-size") { pipeline.maxSize = try parseSize(text, option: "max-size") }
+        let records = parser.strings("record")
+        guard records.isEmpty || records.count == groups.count else {
+            throw UsageError("--record given \(records.count) times for \(groups.count) App Groups: give one file per --app-group")
+        }
+        encoding = groups.indices.map { index in
+            var options = pipeline
+            options.recordPath = records.isEmpty ? nil : records[index]
+            return options
+        }
+    } else if parser.given("record") {
+        throw UsageError("--record needs encoding: drop --no-encode")
+    }
     return HostSettings(
-        groups: groups, options: options, frames: try parser.int("frames", in: 1...Int.max).map(UInt64.init),
+        groups: groups, options: options, encoding: encoding, frames: try parser.int("frames", in: 1...Int.max).map(UInt64.init),
         duration: try parser.double("duration", in: 0.001...1e9), exitWhenFinished: parser.flag("exit-when-finished"),
         statsPath: parser.string("stats-json"), quiet: parser.flag("quiet"))
 }
@@ -61,12 +93,15 @@ func runHost(_ s: HostSettings, extraStop: @escaping () -> Bool = { false }) thr
     let receivers = s.groups.map { group in
         ShareReceiver(appGroup: group, options: s.options, log: { message in if !quiet { log(message) } })
     }
+    // Pipelines first: bad settings and unwritable recordings fail before any frame.
+    let pipelines = try s.encoding.map { try $0.map { try EncodePipeline(options: $0) } }
     var threads: [Thread] = []
     let done = Atomic<Int>(0)
-    for receiver in receivers {
+    for (index, receiver) in receivers.enumerated() {
+        let pipeline = UncheckedBox(pipelines?[index])
         let thread = Thread {
             do {
-                try receiver.run(shouldStop: { stop.load(ordering: .relaxed) })
+                try receiver.run(shouldStop: { stop.load(ordering: .relaxed) }, pipeline: pipeline.value)
             } catch {
                 failure.withLock { $0 = "\(error)" }
             }
@@ -106,6 +141,13 @@ func runHost(_ s: HostSettings, extraStop: @escaping () -> Bool = { false }) thr
         return 1
     }
     return 0
+}
+
+/// Hands a value to one thread that alone uses it from then on.
+struct UncheckedBox<T>: @unchecked Sendable {
+    // @unchecked Sendable: each box is moved to exactly one share thread.
+    let value: T
+    init(_ value: T) { self.value = value }
 }
 
 func runCommand() throws -> Int32 {

@@ -19,6 +19,7 @@ public final class ShareReceiver: @unchecked Sendable {
     private var windowStart = MonotonicClock.now()
     private var windowFrames = 0
     private var awaitingFirstFrame = false
+    private var pipeline: EncodePipeline?
 
     /// Options for what the host does beyond taking frames.
     public struct Options: Sendable {
@@ -50,9 +51,11 @@ public final class ShareReceiver: @unchecked Sendable {
     public private(set) var producerFinished = false
 
     /// Runs until `shouldStop` returns true, handing each frame to `onFrame`.
-    public func run(shouldStop: () -> Bool, onFrame: (FrameView) -> Void = { _ in }) throws(RingError) {
+    public func run(shouldStop: () -> Bool, pipeline: EncodePipeline? = nil) throws {
+        self.pipeline = pipeline
         defer {
             host.detach()
+            pipeline?.finish()
             publish()
         }
         var lastPublish = MonotonicClock.now()
@@ -70,7 +73,7 @@ public final class ShareReceiver: @unchecked Sendable {
                     awaitingFirstFrame = false
                     record("first-frame", "frame \(frame.metadata.frameNumber)")
                 }
-                onFrame(frame)
+                try pipeline?.process(frame, takenTime: now)
                 if options.workNanoseconds > 0 { MonotonicClock.sleep(nanoseconds: options.workNanoseconds) }
                 if let limit = options.stopAfter, stats.taken >= limit { host.requestStop() }
             case .invalidFrame(let reason):
@@ -131,6 +134,7 @@ public final class ShareReceiver: @unchecked Sendable {
         stats.ring = host.counters
         stats.captureToTaken = captureToTaken.summary
         stats.handoff = handoff.summary
+        stats.encoded = pipeline?.summary
         let copy = stats
         published.withLock { $0 = copy }
     }

@@ -18,6 +18,8 @@ public struct ShareStats: Sendable, Codable {
     public var handoff = LatencySummary(count: 0, p50: 0, p90: 0, p99: 0, max: 0, mean: 0)
     /// Each distinct picture geometry in arrival order: "WxH format orientation from frame N".
     public var geometries: [String] = []
+    /// The encoder's figures, when the host encodes.
+    public var encoded: EncodeStats?
     /// Lifecycle and connection events with their CLOCK_MONOTONIC time (ns).
     public var events: [ShareEvent] = []
 

@@ -1,0 +1,158 @@
+@preconcurrency import Glibc
+internal import CVpx
+
+/// One encoded VP8 frame, borrowed from the encoder until its next call.
+public struct EncodedFrame {
+    public let bytes: UnsafeRawBufferPointer
+    public let isKeyframe: Bool
+    /// Presentation time in the encoder's 90 kHz time base.
+    public let pts: Int64
+}
+
+/// A picture ready for the encoder: I420 or NV12 planes in memory owned by
+/// someone else (a ring slot or a converter's buffer), never copied here.
+public struct EncoderInput {
+    public var width: Int
+    public var height: Int
+    public var format: PixelFormat  // .i420 or .nv12
+    var planes: (UnsafeRawPointer, UnsafeRawPointer, UnsafeRawPointer?)
+    var strides: (Int, Int, Int)
+}
+
+/// Owns one libvpx VP8 encoder context configured for real-time screen
+/// content. Reconfigures itself (with a keyframe) when the picture size changes.
+public final class VP8Encoder {
+    public let settings: VP8Settings
+    public private(set) var width = 0
+    public private(set) var height = 0
+    public private(set) var threads = 0
+    /// Frames encoded and keyframes among them.
+    public private(set) var framesEncoded: UInt64 = 0
+    public private(set) var keyframes: UInt64 = 0
+    private var context = vpx_codec_ctx_t()
+    private var isOpen = false
+    private var keyframeRequested = false
+    private var lastKeyframePts: Int64?
+    private var lastPts: Int64 = -1
+    private var image = vpx_image_t()
+
+    public init(settings: VP8Settings = VP8Settings()) throws(CodecError) {
+        try settings.validate()
+        self.settings = settings
+    }
+
+    deinit { close() }
+
+    /// Makes the next encoded frame a keyframe.
+    public func requestKeyframe() { keyframeRequested = true }
+
+    private func close() {
+        if isOpen { vpx_codec_destroy(&context) }
+        isOpen = false
+    }
+
+    private func open(width: Int, height: Int) throws(CodecError) {
+        guard (1...FrameMetadata.maxDimension).contains(width), (1...FrameMetadata.maxDimension).contains(height) else {
+            throw .invalidSetting("invalid frame size \(width)x\(height): VP8 codes 1...16383")
+        }
+        close()
+        var config = vpx_codec_enc_cfg_t()
+        guard vpx_codec_enc_config_default(cvpx_vp8_encoder(), &config, 0) == VPX_CODEC_OK else {
+            throw .library("vpx_codec_enc_config_default", "failed")
+        }
+        let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        threads = settings.threads ?? VP8Settings.threadCount(width: width, height: height, cores: cores, concurrentEncoders: settings.concurrentEncoders)
+        config.g_w = UInt32(width)
+        config.g_h = UInt32(height)
+        config.g_threads = UInt32(threads)
+        config.g_timebase = vpx_rational(num: 1, den: 90_000)
+        config.g_lag_in_frames = 0
+        config.g_error_resilient = 0
+        config.rc_end_usage = VPX_CBR
+        config.rc_target_bitrate = UInt32(settings.bitrateKbps)
+        config.rc_min_quantizer = 12
+        config.rc_max_quantizer = 56
+        config.rc_undershoot_pct = 100
+        config.rc_overshoot_pct = 15
+        config.rc_buf_initial_sz = 500
+        config.rc_buf_optimal_sz = 600
+        config.rc_buf_sz = 1000
+        config.rc_dropframe_thresh = 0
+        config.rc_resize_allowed = 0
+        config.kf_mode = VPX_KF_DISABLED  // keyframes come from requests, size changes and our interval
+        let status = cvpx_enc_init(&context, &config)
+        guard status == VPX_CODEC_OK else {
+            throw .library("vpx_codec_enc_init", String(cString: vpx_codec_err_to_string(status)))
+        }
+        isOpen = true
+        let controls: [(vp8e_enc_control_id, Int32)] = [
+            (VP8E_SET_CPUUSED, Int32(settings.speed)),
+            (VP8E_SET_STATIC_THRESHOLD, 100),
+            (VP8E_SET_SCREEN_CONTENT_MODE, 2),
+            (VP8E_SET_NOISE_SENSITIVITY, 0),
+            (VP8E_SET_TOKEN_PARTITIONS, 0),  // VP8_ONE_TOKENPARTITION
+            (VP8E_SET_MAX_INTRA_BITRATE_PCT, Int32(max(300, 900 * 30 / max(1, settings.frameRate)))),
+        ]
+        for (control, value) in controls {
+            let result = cvpx_control_int(&context, Int32(control.rawValue), value)
+            guard result == VPX_CODEC_OK else {
+                throw .library("vpx_codec_control(\(control.rawValue))", String(cString: vpx_codec_err_to_string(result)))
+            }
+        }
+        self.width = width
+        self.height = height
+        keyframeRequested = true
+    }
+
+    /// Encodes one picture captured at `captureTime` (CLOCK_MONOTONIC ns) and
+    /// hands each resulting packet to `output` (valid only during the call).
+    public func encode(_ input: EncoderInput, captureTime: UInt64, output: (EncodedFrame) throws -> Void) throws {
+        if !isOpen || input.width != width || input.height != height {
+            try open(width: input.width, height: input.height)
+        }
+        // 90 kHz time stamps from the capture clock, strictly increasing.
+        var pts = Int64(captureTime / 100_000 * 9 + (captureTime % 100_000) * 9 / 100_000)
+        if pts <= lastPts { pts = lastPts + 1 }
+        lastPts = pts
+        let interval = Int64(settings.keyframeInterval * 90_000)
+        if interval > 0, let last = lastKeyframePts, pts - last >= interval { keyframeRequested = true }
+
+        image.fmt = input.format == .nv12 ? VPX_IMG_FMT_NV12 : VPX_IMG_FMT_I420
+        image.w = UInt32(input.width)
+        image.h = UInt32(input.height)
+        image.d_w = UInt32(input.width)
+        image.d_h = UInt32(input.height)
+        image.x_chroma_shift = 1
+        image.y_chroma_shift = 1
+        image.bps = 12
+        let y = UnsafeMutablePointer(mutating: input.planes.0.assumingMemoryBound(to: UInt8.self))
+        let u = UnsafeMutablePointer(mutating: input.planes.1.assumingMemoryBound(to: UInt8.self))
+        if input.format == .nv12 {
+            image.planes = (y, u, u + 1, nil)
+            image.stride = (Int32(input.strides.0), Int32(input.strides.1), Int32(input.strides.1), 0)
+        } else {
+            let v = UnsafeMutablePointer(mutating: input.planes.2!.assumingMemoryBound(to: UInt8.self))
+            image.planes = (y, u, v, nil)
+            image.stride = (Int32(input.strides.0), Int32(input.strides.1), Int32(input.strides.2), 0)
+        }
+        let flags: vpx_enc_frame_flags_t = keyframeRequested ? vpx_enc_frame_flags_t(cvpx_eflag_force_kf) : 0
+        keyframeRequested = false
+        let duration = UInt(90_000 / settings.frameRate)
+        let status = vpx_codec_encode(&context, &image, pts, duration, flags, UInt(cvpx_dl_realtime))
+        guard status == VPX_CODEC_OK else {
+            throw CodecError.library("vpx_codec_encode", String(cString: vpx_codec_error_detail(&context) ?? vpx_codec_error(&context)))
+        }
+        var iterator: vpx_codec_iter_t? = nil
+        while let packet = vpx_codec_get_cx_data(&context, &iterator) {
+            guard packet.pointee.kind == VPX_CODEC_CX_FRAME_PKT else { continue }
+            let frame = packet.pointee.data.frame
+            let isKey = frame.flags & UInt32(cvpx_frame_is_key) != 0
+            framesEncoded += 1
+            if isKey {
+                keyframes += 1
+                lastKeyframePts = frame.pts
+            }
+            try output(EncodedFrame(bytes: UnsafeRawBufferPointer(start: frame.buf, count: frame.sz), isKeyframe: isKey, pts: frame.pts))
+        }
+    }
+}

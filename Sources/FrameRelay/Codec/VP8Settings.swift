@@ -1,0 +1,37 @@
+/// How the VP8 encoder is configured: WebRTC's real-time screen-share
+/// settings by default, each overridable.
+public struct VP8Settings: Sendable, Equatable {
+    /// Target bitrate in kilobits per second (CBR).
+    public var bitrateKbps = 2500
+    /// The frame rate the rate control plans for.
+    public var frameRate = 30
+    /// Seconds between periodic keyframes (0: only on request or size change).
+    public var keyframeInterval: Double = 3
+    /// libvpx `cpu-used`: negative is a fixed speed (WebRTC uses -6 for screens); -16 fastest.
+    public var speed = -6
+    /// Encoder threads; nil chooses from the size, the cores and how many encoders share them.
+    public var threads: Int?
+    /// Encoders running at once on this machine (for the thread policy).
+    public var concurrentEncoders = 1
+
+    public init() {}
+
+    /// Throws a ``CodecError`` naming the first setting out of range.
+    public func validate() throws(CodecError) {
+        guard (1...100_000).contains(bitrateKbps) else { throw .invalidSetting("invalid bitrate \(bitrateKbps) kbps: must be 1...100000") }
+        guard (1...240).contains(frameRate) else { throw .invalidSetting("invalid frame rate \(frameRate): must be 1...240") }
+        guard keyframeInterval >= 0, keyframeInterval <= 3600 else { throw .invalidSetting("invalid keyframe interval \(keyframeInterval) s: must be 0...3600") }
+        guard (-16...16).contains(speed) else { throw .invalidSetting("invalid speed \(speed): libvpx cpu-used is -16...16") }
+        if let threads, !(1...16).contains(threads) { throw .invalidSetting("invalid thread count \(threads): must be 1...16") }
+    }
+
+    /// The thread policy: WebRTC's by picture size, capped so that all the
+    /// encoders on the machine together use no more threads than it has cores
+    /// (libvpx's VP8 threads stall when they fight for busy cores).
+    public static func threadCount(width: Int, height: Int, cores: Int, concurrentEncoders: Int) -> Int {
+        let pixels = width * height
+        let bySize = pixels >= 1920 * 1080 ? 4 : (pixels >= 640 * 480 ? 2 : 1)
+        let share = max(1, cores / max(1, concurrentEncoders))
+        return max(1, min(bySize, share, cores))
+    }
+}

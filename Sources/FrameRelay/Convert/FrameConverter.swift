@@ -1,0 +1,145 @@
+internal import CYuv
+
+/// Turns a frame taken from the ring into what the encoder reads, copying
+/// only when it must: upright I420 and NV12 go to the encoder straight from
+/// the slot; BGRA is converted (libyuv), JPEG decoded (turbojpeg), rotated
+/// frames turned upright and large frames scaled down (libyuv), each into a
+/// buffer allocated once per size.
+public final class FrameConverter {
+    /// The largest picture to encode; larger frames are scaled down to fit,
+    /// keeping the aspect ratio and even dimensions.
+    public let maxSize: (width: Int, height: Int)?
+    private var converted: PixelBuffer?
+    private var rotated: PixelBuffer?
+    private var mirrored: PixelBuffer?
+    private var scaled: PixelBuffer?
+    private var decoded: PixelBuffer?
+    private var jpeg: JPEGDecoder?
+
+    public init(maxSize: (width: Int, height: Int)? = nil) {
+        self.maxSize = maxSize
+    }
+
+    /// The encoder input for `frame`, valid until the next call (and, when
+    /// zero-copy, only while the frame is).
+    public func convert(_ frame: FrameView) throws -> EncoderInput {
+        let m = frame.metadata
+        var picture: PixelBuffer?
+        var input: EncoderInput
+
+        switch m.format {
+        case .i420:
+            input = EncoderInput(width: m.width, height: m.height, format: .i420,
+                                 planes: (frame.plane(0), frame.plane(1), frame.plane(2)), strides: m.strides)
+        case .nv12:
+            input = EncoderInput(width: m.width, height: m.height, format: .nv12,
+                                 planes: (frame.plane(0), frame.plane(1), nil), strides: m.strides)
+        case .bgra:
+            let out = try reuse(&converted, m.width, m.height, .i420)
+            ARGBToI420(frame.plane(0).assumingMemoryBound(to: UInt8.self), Int32(m.strides.0),
+                       y(out, 0), s(out, 0), y(out, 1), s(out, 1), y(out, 2), s(out, 2), Int32(m.width), Int32(m.height))
+            picture = out
+            input = out.encoderInput
+        case .jpeg:
+            if jpeg == nil { jpeg = try JPEGDecoder() }
+            let bytes = UnsafeRawBufferPointer(start: frame.payload, count: m.payloadSize)
+            let header = try jpeg!.header(bytes)
+            guard header.width == m.width, header.height == m.height else {
+                throw CodecError.invalidSetting("JPEG frame \(m.frameNumber) is \(header.width)x\(header.height), metadata says \(m.width)x\(m.height)")
+            }
+            if header.is420 {
+                let out = try reuse(&converted, m.width, m.height, .i420)
+                try jpeg!.decode(bytes, into: out)
+                picture = out
+            } else {
+                let rgb = try reuse(&decoded, m.width, m.height, .bgra)
+                try jpeg!.decode(bytes, into: rgb)
+                let out = try reuse(&converted, m.width, m.height, .i420)
+                ARGBToI420(y(rgb, 0), s(rgb, 0), y(out, 0), s(out, 0), y(out, 1), s(out, 1), y(out, 2), s(out, 2), Int32(m.width), Int32(m.height))
+                picture = out
+            }
+            input = picture!.encoderInput
+        }
+
+        if m.orientation != .up {
+            input = try upright(input, orientation: m.orientation)
+        }
+        if let maxSize, input.width > maxSize.width || input.height > maxSize.height {
+            input = try scaleDown(input, to: maxSize)
+        }
+        return input
+    }
+
+    /// Turns the picture upright (and unmirrors it) into an I420 buffer.
+    private func upright(_ input: EncoderInput, orientation: Orientation) throws -> EncoderInput {
+        let degrees = orientation.clockwiseDegreesToUpright
+        let (w, h) = orientation.swapsDimensions ? (input.height, input.width) : (input.width, input.height)
+        let mode = RotationMode(rawValue: UInt32(degrees))
+        let sw = Int32(input.width), sh = Int32(input.height)
+        // Mirroring first, then rotating, undoes what the device did (rotate, then mirror).
+        var source = input
+        if orientation.isMirrored {
+            if input.format == .nv12 {
+                let flat = try reuse(&converted, input.width, input.height, .i420)
+                NV12ToI420(p(input, 0), Int32(input.strides.0), p(input, 1), Int32(input.strides.1),
+                           y(flat, 0), s(flat, 0), y(flat, 1), s(flat, 1), y(flat, 2), s(flat, 2), sw, sh)
+                source = flat.encoderInput
+            }
+            let flipped = try reuse(&mirrored, input.width, input.height, .i420)
+            I420Mirror(p(source, 0), Int32(source.strides.0), p(source, 1), Int32(source.strides.1), p(source, 2), Int32(source.strides.2),
+                       y(flipped, 0), s(flipped, 0), y(flipped, 1), s(flipped, 1), y(flipped, 2), s(flipped, 2), sw, sh)
+            source = flipped.encoderInput
+            if degrees == 0 { return source }
+        }
+        let out = try reuse(&rotated, w, h, .i420)
+        if source.format == .nv12 {
+            NV12ToI420Rotate(p(source, 0), Int32(source.strides.0), p(source, 1), Int32(source.strides.1),
+                             y(out, 0), s(out, 0), y(out, 1), s(out, 1), y(out, 2), s(out, 2), sw, sh, mode)
+        } else {
+            I420Rotate(p(source, 0), Int32(source.strides.0), p(source, 1), Int32(source.strides.1), p(source, 2), Int32(source.strides.2),
+                       y(out, 0), s(out, 0), y(out, 1), s(out, 1), y(out, 2), s(out, 2), sw, sh, mode)
+        }
+        return out.encoderInput
+    }
+
+    /// Scales down to fit `limit`, keeping the aspect ratio, with even dimensions.
+    private func scaleDown(_ input: EncoderInput, to limit: (width: Int, height: Int)) throws -> EncoderInput {
+        let factor = min(Double(limit.width) / Double(input.width), Double(limit.height) / Double(input.height))
+        let w = max(2, Int(Double(input.width) * factor) & ~1), h = max(2, Int(Double(input.height) * factor) & ~1)
+        var source = input
+        if input.format == .nv12 {
+            let flat = try reuse(&converted, input.width, input.height, .i420)
+            NV12ToI420(p(input, 0), Int32(input.strides.0), p(input, 1), Int32(input.strides.1),
+                       y(flat, 0), s(flat, 0), y(flat, 1), s(flat, 1), y(flat, 2), s(flat, 2), Int32(input.width), Int32(input.height))
+            source = flat.encoderInput
+        }
+        let out = try reuse(&scaled, w, h, .i420)
+        I420Scale(p(source, 0), Int32(source.strides.0), p(source, 1), Int32(source.strides.1), p(source, 2), Int32(source.strides.2),
+                  Int32(source.width), Int32(source.height),
+                  y(out, 0), s(out, 0), y(out, 1), s(out, 1), y(out, 2), s(out, 2), Int32(w), Int32(h), kFilterBox)
+        return out.encoderInput
+    }
+
+    private func reuse(_ slot: inout PixelBuffer?, _ width: Int, _ height: Int, _ format: PixelFormat) throws -> PixelBuffer {
+        if let buffer = slot, buffer.width == width, buffer.height == height, buffer.format == format { return buffer }
+        let buffer = try PixelBuffer(width: width, height: height, format: format)
+        slot = buffer
+        return buffer
+    }
+
+    private func y(_ b: PixelBuffer, _ i: Int) -> UnsafeMutablePointer<UInt8> { b.plane(i).assumingMemoryBound(to: UInt8.self) }
+    private func s(_ b: PixelBuffer, _ i: Int) -> Int32 { Int32(b.stride(i)) }
+    private func p(_ input: EncoderInput, _ i: Int) -> UnsafePointer<UInt8> {
+        let plane = i == 0 ? input.planes.0 : (i == 1 ? input.planes.1 : input.planes.2!)
+        return plane.assumingMemoryBound(to: UInt8.self)
+    }
+}
+
+extension PixelBuffer {
+    /// This I420 or NV12 buffer as encoder input.
+    var encoderInput: EncoderInput {
+        EncoderInput(width: width, height: height, format: format,
+                     planes: (UnsafeRawPointer(plane(0)), UnsafeRawPointer(plane(1)), format == .i420 ? UnsafeRawPointer(plane(2)) : nil),
+                     strides: (stride(0), stride(1), format == .i420 ? stride(2) : 0))
+    }
+}

@@ -1,0 +1,99 @@
+/// The host's work on each taken frame: convert if needed, encode VP8,
+/// record, with a timestamp at every stage kept in fixed-memory histograms.
+public final class EncodePipeline {
+    /// What to encode and where to put it.
+    public struct Options: Sendable {
+        public var settings = VP8Settings()
+        /// Scale frames down to fit this size.
+        public var maxSize: (width: Int, height: Int)?
+        /// Record IVF here.
+        public var recordPath: String?
+        public init() {}
+    }
+
+    public let encoder: VP8Encoder
+    private let converter: FrameConverter
+    private let recorder: IVFWriter?
+    private var sizeWritten = false
+    private(set) var stats = EncodeStats()
+    private var convertTime = LatencyHistogram()
+    private var encodeTime = LatencyHistogram()
+    private var captureToEncoded = LatencyHistogram()
+    private var firstPts: Int64?
+    /// Called with every encoded frame (for transports), during the frame's processing.
+    public var onEncoded: ((EncodedFrame, FrameMetadata) throws -> Void)?
+
+    /// Validates the settings and opens the recording now, so that a bad
+    /// setting or an unwritable path fails before any frame arrives.
+    public init(options: Options) throws {
+        encoder = try VP8Encoder(settings: options.settings)
+        if let maxSize = options.maxSize {
+            guard (2...FrameMetadata.maxDimension).contains(maxSize.width), (2...FrameMetadata.maxDimension).contains(maxSize.height) else {
+                throw CodecError.invalidSetting("invalid maximum size \(maxSize.width)x\(maxSize.height): VP8 codes 2...16383")
+            }
+        }
+        converter = FrameConverter(maxSize: options.maxSize)
+        if let path = options.recordPath {
+            do {
+                recorder = try IVFWriter(path: path, width: 0, height: 0)
+            } catch {
+                throw CodecError.invalidSetting("cannot write recording \(path): \(SystemError.name(of: error.code))")
+            }
+        } else {
+            recorder = nil
+        }
+    }
+
+    /// Converts, encodes and records one frame taken at `takenTime`.
+    public func process(_ frame: FrameView, takenTime: UInt64) throws {
+        let input = try converter.convert(frame)
+        let converted = MonotonicClock.now()
+        if let recorder, !sizeWritten {
+            recorder.setDimensions(width: input.width, height: input.height)
+            sizeWritten = true
+        }
+        try encoder.encode(input, captureTime: frame.metadata.captureTime) { packet in
+            try recorder?.write(packet)
+            stats.bytes += UInt64(packet.bytes.count)
+            try onEncoded?(packet, frame.metadata)
+        }
+        let encoded = MonotonicClock.now()
+        convertTime.record(converted &- takenTime)
+        encodeTime.record(encoded &- converted)
+        captureToEncoded.record(encoded &- frame.metadata.captureTime)
+        stats.frames = encoder.framesEncoded
+        stats.keyframes = encoder.keyframes
+        stats.width = input.width
+        stats.height = input.height
+        stats.threads = encoder.threads
+    }
+
+    /// Makes the next frame a keyframe.
+    public func requestKeyframe() { encoder.requestKeyframe() }
+
+    /// Statistics with current percentiles.
+    public var summary: EncodeStats {
+        var s = stats
+        s.convert = convertTime.summary
+        s.encode = encodeTime.summary
+        s.captureToEncoded = captureToEncoded.summary
+        return s
+    }
+
+    /// Closes the recording (writes its frame count).
+    public func finish() { recorder?.finish() }
+}
+
+/// What a share's encoder did.
+public struct EncodeStats: Sendable, Codable {
+    public var frames: UInt64 = 0
+    public var keyframes: UInt64 = 0
+    public var bytes: UInt64 = 0
+    public var width = 0
+    public var height = 0
+    public var threads = 0
+    /// Taken → converted, converted → encoded, captured → encoded (µs).
+    public var convert = LatencySummary(count: 0, p50: 0, p90: 0, p99: 0, max: 0, mean: 0)
+    public var encode = LatencySummary(count: 0, p50: 0, p90: 0, p99: 0, max: 0, mean: 0)
+    public var captureToEncoded = LatencySummary(count: 0, p50: 0, p90: 0, p99: 0, max: 0, mean: 0)
+}

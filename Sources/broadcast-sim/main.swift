@@ -124,11 +124,14 @@ func log(_ message: String) {
     writeStandardError("broadcast-sim: \(message)\n")
 }
 
-func makeSource(_ s: Settings, width: Int, height: Int, format: PixelFormat) throws -> FrameSource {
+func makeSource(_ s: Settings, width: Int, height: Int, format: PixelFormat, orientation: Orientation) throws -> FrameSource {
     switch s.source {
     case "file": return try Y4MFileSource(path: s.file!)
     case "x11": return try X11Capture(display: s.display)
-    default: return try SyntheticScreen(width: width, height: height, format: format == .bgra ? .bgra : (format == .nv12 ? .nv12 : .i420))
+    default:
+        // Drawn straight in the format sent when nothing else is to be done; rotation works on I420 or BGRA.
+        let drawn: PixelFormat = format == .bgra ? .bgra : (format == .nv12 && orientation == .up ? .nv12 : .i420)
+        return try SyntheticScreen(width: width, height: height, format: drawn)
     }
 }
 
@@ -164,7 +167,7 @@ func run() throws -> Int32 {
     signal(SIGTERM) { _ in stopSignals.wrappingAdd(1, ordering: .relaxed) }
 
     var width = s.width, height = s.height, format = s.format, orientation = s.orientation
-    var source = try makeSource(s, width: width, height: height, format: format)
+    var source = try makeSource(s, width: width, height: height, format: format, orientation: orientation)
     width = source.width
     height = source.height
     // Room for the largest frame this run will send, in any format it switches to.
@@ -172,8 +175,10 @@ func run() throws -> Int32 {
     var geometries = [(width, height, format)] + s.switches.map { ($0.width, $0.height, $0.format ?? format) }
     if s.source != "pattern" { geometries = [(width, height, format)] }
     for (w, h, f) in geometries {
-        let buffer = try PixelBuffer(width: w, height: h, format: f)
-        largest = max(largest, buffer.capacity)
+        // Either way round: a turned picture is stored with width and height swapped.
+        for (a, b) in [(w, h), (h, w)] {
+            largest = max(largest, try PixelBuffer(width: a, height: b, format: f).capacity)
+        }
     }
     let handler = SimulatedExtension(group: s.appGroup, slotCapacity: largest)
     handler.checksums = s.checksum
@@ -218,7 +223,7 @@ func run() throws -> Int32 {
             pendingSwitches.removeFirst()
             format = change.format ?? format
             orientation = change.orientation ?? orientation
-            source = try makeSource(s, width: change.width, height: change.height, format: format)
+            source = try makeSource(s, width: change.width, height: change.height, format: format, orientation: orientation)
             formatter = FrameFormatter(format: format, orientation: orientation)
             if !s.quiet { log("switched to \(change.width)x\(change.height) \(format) \(orientation) at frame \(number)") }
         }

@@ -137,9 +137,5 @@ public final class FrameConverter {
 
 extension PixelBuffer {
     /// This I420 or NV12 buffer as encoder input.
-    var encoderInput: EncoderInput {
-        EncoderInput(width: width, height: height, format: format,
-                     planes: (UnsafeRawPointer(plane(0)), UnsafeRawPointer(plane(1)), format == .i420 ? UnsafeRawPointer(plane(2)) : nil),
-                     strides: (stride(0), stride(1), format == .i420 ? stride(2) : 0))
-    }
+    var encoderInput: EncoderInput { EncoderInput(self) }
 }

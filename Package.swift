@@ -21,7 +21,7 @@ let package = Package(
         ),
         .executableTarget(name: "broadcast-sim", dependencies: ["FrameRelay"]),
         .executableTarget(name: "frame-relay", dependencies: ["FrameRelay"]),
-        .executableTarget(name: "Benchmarks", dependencies: ["FrameRelay"], path: "Benchmarks"),
+        .executableTarget(name: "Benchmarks", dependencies: ["FrameRelay", "CVpx", "CYuv"], path: "Benchmarks"),
         .testTarget(name: "FrameRelayTests", dependencies: ["FrameRelay", "CVpx", "CTurboJPEG", "CYuv"]),
     ]
 )

@@ -43,15 +43,19 @@ extension String {
     func leftPad(_ length: Int) -> String { count >= length ? self : String(repeating: " ", count: length - count) + self }
 }
 
+/// Whether a bigger value is better for this case (throughputs); every other figure is a cost.
+func higherIsBetter(_ name: String) -> Bool { name.contains("throughput") }
+
 /// Compares results against a baseline: every case present in both whose
-/// value grew by more than `thresholdPercent` (all our figures are lower-is-better) regressed.
+/// value got worse by more than `thresholdPercent` regressed.
 func regressions(_ results: [BenchmarkResult], baseline: [BenchmarkResult], thresholdPercent: Double) -> [String] {
     var found: [String] = []
     for result in results {
         guard let base = baseline.first(where: { $0.name == result.name }), base.value > 0 else { continue }
-        let change = (result.value - base.value) / base.value * 100
+        let growth = (result.value - base.value) / base.value * 100
+        let change = higherIsBetter(result.name) ? -growth : growth
         if change > thresholdPercent {
-            found.append(String(format: "%@: %.3f %@ vs baseline %.3f (+%.1f%% > %.1f%%)", result.name, result.value, result.unit, base.value, change, thresholdPercent))
+            found.append(String(format: "%@: %.3f %@ vs baseline %.3f (%.1f%% worse, threshold %.1f%%)", result.name, result.value, result.unit, base.value, change, thresholdPercent))
         }
     }
     return found

@@ -12,6 +12,7 @@ func main() throws -> Int32 {
     parser.option("output", "PATH", default: "benchmarks.json", help: "Where to write the JSON results.")
     parser.option("compare", "BASELINE", help: "A previous results JSON to compare against.")
     parser.option("threshold", "PCT", default: "10", help: "Allowed growth in percent before a case counts as a regression.")
+    parser.option("clip", "PATH", help: "The shared desktop clip (Y4M, after xz -dk) for the encode cases.")
     try parser.parse(Array(CommandLine.arguments.dropFirst()))
     let threshold = try parser.double("threshold", in: 0...10_000)!
     var baseline: [BenchmarkResult]?
@@ -25,6 +26,7 @@ func main() throws -> Int32 {
     try runner.run("ring.write") { try producerWriteCost(quick: runner.quick) }
     try runner.run("ring.handoff") { try handoffBetweenProcesses(quick: runner.quick) }
     try runner.run("producer.peak_rss") { try producerPeakRSS(quick: runner.quick) }
+    try runner.run("encode") { try encodeBenchmarks(quick: runner.quick, clip: parser.string("clip")) }
 
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

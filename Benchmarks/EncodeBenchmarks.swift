@@ -1,0 +1,216 @@
+@preconcurrency import Glibc
+import CVpx
+import CYuv
+import Foundation
+import FrameRelay
+
+/// Frames held in memory for the encode benchmarks.
+struct FrameSet {
+    var name: String
+    var width: Int
+    var height: Int
+    var i420: [PixelBuffer]
+}
+
+/// `count` frames of the shared clip (scaled to the size) or of the synthetic screen.
+func loadFrames(source: String, width: Int, height: Int, count: Int, clip: String?) throws -> FrameSet {
+    var frames: [PixelBuffer] = []
+    if source == "clip" {
+        guard let clip else { throw UsageError("the clip benchmark needs --clip PATH (the shared clip after xz -dk)") }
+        let reader = try Y4MFileSource(path: clip)
+        for n in 0..<count {
+            guard let frame = try reader.nextFrame(number: UInt64(n)) else { break }
+            let out = try PixelBuffer(width: width, height: height, format: .i420)
+            scale(frame, into: out)
+            frames.append(out)
+        }
+    } else {
+        let screen = try SyntheticScreen(width: width, height: height, format: .i420)
+        for n in 0..<count {
+            let frame = screen.nextFrame(number: UInt64(n))!
+            let out = try PixelBuffer(width: width, height: height, format: .i420)
+            scale(frame, into: out)
+            frames.append(out)
+        }
+    }
+    return FrameSet(name: source, width: width, height: height, i420: frames)
+}
+
+/// libyuv I420Scale (a plain copy when the sizes match).
+func scale(_ source: PixelBuffer, into target: PixelBuffer) {
+    source.withUnsafeMutablePlane(0) { sy, ssy in source.withUnsafeMutablePlane(1) { su, ssu in source.withUnsafeMutablePlane(2) { sv, ssv in
+        target.withUnsafeMutablePlane(0) { ty, sty in target.withUnsafeMutablePlane(1) { tu, stu in target.withUnsafeMutablePlane(2) { tv, stv in
+            _ = I420Scale(sy.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(ssy), su.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(ssu),
+                          sv.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(ssv), Int32(source.width), Int32(source.height),
+                          ty.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(sty), tu.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(stu),
+                          tv.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(stv), Int32(target.width), Int32(target.height), kFilterBox)
+        } } }
+    } } }
+}
+
+/// The frames in another format, via the producer's formatter.
+func convertFrames(_ frames: [PixelBuffer], to format: PixelFormat) throws -> [PixelBuffer] {
+    if format == .i420 { return frames }
+    let formatter = FrameFormatter(format: format, orientation: .up)
+    return try frames.map { frame in
+        let converted = try formatter.format(frame)
+        let copy = try PixelBuffer(width: frame.width, height: frame.height, format: format)
+        converted.withUnsafeBytes { bytes in copy.withUnsafeMutablePlane(0) { target, _ in target.baseAddress!.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) } }
+        return copy
+    }
+}
+
+/// Exact percentiles of a benchmark's samples (not a hot path: sorting is fine).
+struct Samples {
+    var values: [Double] = []
+    mutating func add(_ value: Double) { values.append(value) }
+    var sum: Double { values.reduce(0, +) }
+    func percentile(_ p: Double) -> Double {
+        guard !values.isEmpty else { return 0 }
+        let sorted = values.sorted()
+        return sorted[min(sorted.count - 1, max(0, Int((p / 100 * Double(sorted.count)).rounded(.up)) - 1))]
+    }
+}
+
+/// A plain libvpx encoder at the relay's settings, driven by hand: the floor
+/// the relay is measured against.
+final class PlainLibvpx {
+    private var context = vpx_codec_ctx_t()
+    private var image = vpx_image_t()
+    private var count: Int64 = 0
+
+    init(width: Int, height: Int, settings: VP8Settings, threads: Int) {
+        var config = vpx_codec_enc_cfg_t()
+        vpx_codec_enc_config_default(cvpx_vp8_encoder(), &config, 0)
+        config.g_w = UInt32(width)
+        config.g_h = UInt32(height)
+        config.g_threads = UInt32(threads)
+        config.g_timebase = vpx_rational(num: 1, den: 90_000)
+        config.g_lag_in_frames = 0
+        config.rc_end_usage = VPX_CBR
+        config.rc_target_bitrate = UInt32(settings.bitrateKbps)
+        config.rc_min_quantizer = 12
+        config.rc_max_quantizer = 56
+        config.rc_undershoot_pct = 100
+        config.rc_overshoot_pct = 15
+        config.rc_buf_initial_sz = 500
+        config.rc_buf_optimal_sz = 600
+        config.rc_buf_sz = 1000
+        config.rc_dropframe_thresh = 0
+        config.kf_mode = VPX_KF_DISABLED
+        precondition(cvpx_enc_init(&context, &config) == VPX_CODEC_OK)
+        _ = cvpx_control_int(&context, Int32(VP8E_SET_CPUUSED.rawValue), Int32(settings.speed))
+        _ = cvpx_control_int(&context, Int32(VP8E_SET_STATIC_THRESHOLD.rawValue), 100)
+        _ = cvpx_control_int(&context, Int32(VP8E_SET_SCREEN_CONTENT_MODE.rawValue), 2)
+        _ = cvpx_control_int(&context, Int32(VP8E_SET_NOISE_SENSITIVITY.rawValue), 0)
+        _ = cvpx_control_int(&context, Int32(VP8E_SET_TOKEN_PARTITIONS.rawValue), 0)
+        _ = cvpx_control_int(&context, Int32(VP8E_SET_MAX_INTRA_BITRATE_PCT.rawValue), 900)
+    }
+
+    deinit { vpx_codec_destroy(&context) }
+
+    /// Encodes one I420 frame and returns the nanoseconds it took.
+    func encode(_ frame: PixelBuffer, captureTime: UInt64) -> UInt64 {
+        frame.withUnsafeMutablePlane(0) { y, sy in frame.withUnsafeMutablePlane(1) { u, su in frame.withUnsafeMutablePlane(2) { v, sv in
+            vpx_img_wrap(&image, VPX_IMG_FMT_I420, UInt32(frame.width), UInt32(frame.height), 1, y.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            image.planes = (y.baseAddress!.assumingMemoryBound(to: UInt8.self), u.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                            v.baseAddress!.assumingMemoryBound(to: UInt8.self), nil)
+            image.stride = (Int32(sy), Int32(su), Int32(sv), 0)
+        } } }
+        let start = MonotonicClock.now()
+        let flags: vpx_enc_frame_flags_t = count == 0 ? vpx_enc_frame_flags_t(cvpx_eflag_force_kf) : 0
+        vpx_codec_encode(&context, &image, vpx_codec_pts_t(captureTime / 100_000 * 9), 3000, flags, UInt(cvpx_dl_realtime))
+        count += 1
+        var iterator: vpx_codec_iter_t? = nil
+        var bytes = 0
+        while let packet = vpx_codec_get_cx_data(&context, &iterator) {
+            if packet.pointee.kind == VPX_CODEC_CX_FRAME_PKT { bytes += packet.pointee.data.frame.sz }
+        }
+        return MonotonicClock.now() - start
+    }
+}
+
+/// The relay path: ring write, take, convert if needed, encode.
+final class RelayPath {
+    let producer: RingProducer
+    let host: RingHost
+    let pipeline: EncodePipeline
+
+    init(capacity: Int, settings: VP8Settings) throws {
+        let group = try AppGroup("group.bench.framerelay.encode.p\(getpid())")
+        producer = try RingProducer(appGroup: group, slotCapacity: capacity)
+        host = RingHost(appGroup: group)
+        var options = EncodePipeline.Options()
+        options.settings = settings
+        pipeline = try EncodePipeline(options: options)
+    }
+
+    deinit {
+        producer.finish()
+        host.detach()
+    }
+
+    /// Publishes and relays one frame; returns (host-side ns, capture → encoded ns).
+    func relay(_ frame: PixelBuffer, number: Int, captureTime: UInt64) throws -> (host: UInt64, endToEnd: UInt64, write: UInt64) {
+        try producer.publish(frame, frameNumber: UInt64(number), captureTime: captureTime)
+        let takeStart = MonotonicClock.now()
+        let write = takeStart - captureTime
+        while true {
+            switch try host.next(timeoutNanoseconds: 100_000_000) {
+            case .frame(let view):
+                try pipeline.process(view, takenTime: MonotonicClock.now())
+                let end = MonotonicClock.now()
+                return (end - takeStart, end - captureTime, write)
+            case .invalidFrame(let reason): throw UsageError("benchmark frame invalid: \(reason)")
+            default: continue
+            }
+        }
+    }
+}
+
+/// Plain libvpx and the relay side by side on the same frames, frame by
+/// frame interleaved so both meet the same machine at the same moment.
+func encodeBenchmarks(quick: Bool, clip: String?) throws -> [BenchmarkResult] {
+    var results: [BenchmarkResult] = []
+    let count = quick ? 20 : 120
+    var cases: [(String, Int, Int)] = [("synthetic", 1280, 720), ("synthetic", 1920, 1080)]
+    if clip != nil { cases = [("clip", 1280, 720), ("clip", 1920, 1080)] + cases }
+    let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+    for (source, width, height) in cases {
+        let set = try loadFrames(source: source, width: width, height: height, count: count, clip: clip)
+        let settings = VP8Settings()
+        let threads = VP8Settings.threadCount(width: width, height: height, cores: cores, concurrentEncoders: 1)
+        for format in [PixelFormat.i420, .nv12, .bgra] {
+            let frames = try convertFrames(set.i420, to: format)
+            let plain = PlainLibvpx(width: width, height: height, settings: settings, threads: threads)
+            let relay = try RelayPath(capacity: frames.map(\.capacity).max()!, settings: settings)
+            var plainTimes = Samples(), relayTimes = Samples(), endToEnd = Samples(), added = Samples(), writes = Samples()
+            let start = MonotonicClock.now()
+            for n in frames.indices {
+                let capture = start + UInt64(n) * 33_333_333
+                let p = plain.encode(set.i420[n], captureTime: capture)
+                let now = MonotonicClock.now()
+                let r = try relay.relay(frames[n], number: n, captureTime: now)
+                guard n >= 5 else { continue }  // warm-up
+                plainTimes.add(Double(p) / 1000)
+                relayTimes.add(Double(r.host) / 1000)
+                endToEnd.add(Double(r.endToEnd) / 1000)
+                added.add(Double(r.endToEnd) / 1000 - Double(p) / 1000)
+                writes.add(Double(r.write) / 1000)
+            }
+            let name = "encode.\(source).\(width)x\(height).\(format)"
+            let plainFPS = Double(plainTimes.values.count) / (plainTimes.sum / 1e6)
+            let relayFPS = Double(relayTimes.values.count) / (relayTimes.sum / 1e6)
+            results.append(BenchmarkResult(name: name + ".relay_throughput_ratio", unit: "x", value: relayFPS / plainFPS,
+                extra: String(format: "relay %.0f fps, plain libvpx %.0f fps", relayFPS, plainFPS)))
+            results.append(BenchmarkResult(name: name + ".capture_to_encoded.p50", unit: "us", value: endToEnd.percentile(50),
+                extra: String(format: "plain encode p50 %.0f µs", plainTimes.percentile(50))))
+            results.append(BenchmarkResult(name: name + ".capture_to_encoded.p99", unit: "us", value: endToEnd.percentile(99),
+                extra: String(format: "plain encode p99 %.0f µs", plainTimes.percentile(99))))
+            results.append(BenchmarkResult(name: name + ".added_latency.p50", unit: "us", value: added.percentile(50),
+                extra: String(format: "relay capture→encoded minus plain encode, same frame; convert p50 %.0f µs, ring write p50 %.0f µs",
+                              relay.pipeline.summary.convert.p50, writes.percentile(50))))
+        }
+    }
+    return results
+}

@@ -137,7 +137,7 @@ final class RelayPath {
     let pipeline: EncodePipeline
 
     init(capacity: Int, settings: VP8Settings) throws {
-        let group = try AppGroup("group.bench.framerelay.encode.p\(getpid())")
+        let group = try AppGroup("group.bench.framerelay.encode")  // fixed: a crashed run's segment is reclaimed by the next
         producer = try RingProducer(appGroup: group, slotCapacity: capacity)
         host = RingHost(appGroup: group)
         var options = EncodePipeline.Options()

@@ -10,7 +10,7 @@ func producerWriteCost(quick: Bool) throws -> [BenchmarkResult] {
     for (width, height) in sizes {
         for format in [PixelFormat.bgra, .nv12] {
             let buffer = try PixelBuffer(width: width, height: height, format: format)
-            let group = try AppGroup("group.bench.framerelay.write.p\(getpid())")
+            let group = try AppGroup("group.bench.framerelay.write")
             let producer = try RingProducer(appGroup: group, slotCapacity: buffer.capacity)
             defer { producer.finish() }
             // memcpy into three rotating destinations, as the ring rotates three slots.
@@ -42,7 +42,7 @@ func producerWriteCost(quick: Bool) throws -> [BenchmarkResult] {
 
 /// Publish → host awake, and producer peak RSS, between real processes.
 func handoffBetweenProcesses(quick: Bool) throws -> [BenchmarkResult] {
-    let group = "group.bench.framerelay.handoff.p\(getpid())"
+    let group = "group.bench.framerelay.handoff"
     let dir = FileManager.default.temporaryDirectory.appendingPathComponent("fr-bench-\(getpid())")
     try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: dir) }
@@ -61,7 +61,7 @@ func handoffBetweenProcesses(quick: Bool) throws -> [BenchmarkResult] {
 
 /// Peak RSS of a producer sending 2732×2048 NV12 at 60 frames/s (ring mapping included).
 func producerPeakRSS(quick: Bool) throws -> [BenchmarkResult] {
-    let group = "group.bench.framerelay.rss.p\(getpid())"
+    let group = "group.bench.framerelay.rss"
     let dir = FileManager.default.temporaryDirectory.appendingPathComponent("fr-bench-rss-\(getpid())")
     try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: dir) }

@@ -17,6 +17,9 @@ struct HostSettings {
     var options: ShareReceiver.Options
     /// One pipeline's options per group; nil when not encoding.
     var encoding: [EncodePipeline.Options]?
+    /// One stream's options per group; nil when not streaming.
+    var streaming: [RTPSession.Options]? = nil
+    var sdpPaths: [String] = []
     var frames: UInt64?
     var duration: Double?
     var exitWhenFinished: Bool
@@ -43,6 +46,9 @@ func declareHostOptions(_ parser: inout OptionParser) {
     parser.option("threads", "N", help: "Encoder threads (default: by picture size, cores and number of shares).")
     parser.option("max-size", "WxH", help: "Scale larger frames down to fit, keeping the aspect ratio.")
     parser.option("record", "FILE.ivf", repeatable: true, help: "Record each share's VP8 stream as IVF (one per --app-group, in order).")
+    parser.option("rtp", "HOST:PORT", repeatable: true, help: "Stream RTP (VP8, RFC 7741) here, RTCP to PORT+1; share N uses PORT+2N.")
+    parser.option("sdp", "FILE", repeatable: true, help: "Write the SDP that receivers open (one per --app-group, for the first --rtp).")
+    parser.option("packet-size", "BYTES", default: "1200", help: "Largest RTP packet.")
 }
 
 func hostSettings(_ parser: OptionParser) throws -> HostSettings {
@@ -76,13 +82,33 @@ func hostSettings(_ parser: OptionParser) throws -> HostSettings {
             options.recordPath = records.isEmpty ? nil : records[index]
             return options
         }
-    } else if parser.given("record") {
-        throw UsageError("--record needs encoding: drop --no-encode")
+    } else if parser.given("record") || parser.given("rtp") {
+        throw UsageError("--record and --rtp need encoding: drop --no-encode")
     }
-    return HostSettings(
+    var streaming: [RTPSession.Options]?
+    let destinations = try parser.strings("rtp").map { try Destination($0) }
+    let sdpPaths = parser.strings("sdp")
+    if !destinations.isEmpty {
+        let packetSize = try parser.int("packet-size", in: 64...9000)!
+        streaming = groups.indices.map { index in
+            var options = RTPSession.Options()
+            options.destinations = destinations.map { $0.withPortOffset(2 * index) }
+            options.maxPacketSize = packetSize
+            return options
+        }
+        guard sdpPaths.isEmpty || sdpPaths.count == groups.count else {
+            throw UsageError("--sdp given \(sdpPaths.count) times for \(groups.count) App Groups: give one file per --app-group")
+        }
+    } else if !sdpPaths.isEmpty {
+        throw UsageError("--sdp needs a destination: add --rtp HOST:PORT")
+    }
+    var settings = HostSettings(
         groups: groups, options: options, encoding: encoding, frames: try parser.int("frames", in: 1...Int.max).map(UInt64.init),
         duration: try parser.double("duration", in: 0.001...1e9), exitWhenFinished: parser.flag("exit-when-finished"),
         statsPath: parser.string("stats-json"), quiet: parser.flag("quiet"))
+    settings.streaming = streaming
+    settings.sdpPaths = sdpPaths
+    return settings
 }
 
 /// Runs the host until a stop condition; returns the exit status.
@@ -95,13 +121,28 @@ func runHost(_ s: HostSettings, extraStop: @escaping () -> Bool = { false }) thr
     }
     // Pipelines first: bad settings and unwritable recordings fail before any frame.
     let pipelines = try s.encoding.map { try $0.map { try EncodePipeline(options: $0) } }
+    let transports = try s.streaming.map { try $0.map { try RTPSession(options: $0) } }
+    for (index, path) in s.sdpPaths.enumerated() {
+        guard let session = transports?[index] else { break }
+        do {
+            try session.sdp(for: session.options.destinations[0]).write(toFile: path, atomically: true, encoding: .utf8)
+        } catch {
+            throw UsageError("cannot write SDP file \(path): \(error.localizedDescription)")
+        }
+    }
+    if let transports, !quiet {
+        for (group, session) in zip(s.groups, transports) {
+            log("\(group): RTP to " + session.options.destinations.map(\.description).joined(separator: ", ") + ", SSRC \(session.ssrc), RTCP on port \(session.rtcpPort)")
+        }
+    }
     var threads: [Thread] = []
     let done = Atomic<Int>(0)
     for (index, receiver) in receivers.enumerated() {
         let pipeline = UncheckedBox(pipelines?[index])
+        let transport = UncheckedBox(transports?[index])
         let thread = Thread {
             do {
-                try receiver.run(shouldStop: { stop.load(ordering: .relaxed) }, pipeline: pipeline.value)
+                try receiver.run(shouldStop: { stop.load(ordering: .relaxed) }, pipeline: pipeline.value, transport: transport.value)
             } catch {
                 failure.withLock { $0 = "\(error)" }
             }
@@ -162,8 +203,10 @@ func runCommand() throws -> Int32 {
         return try runHost(try hostSettings(parser))
     case "demo":
         return try runDemo(arguments)
+    case "receive":
+        return try runReceive(arguments)
     default:
-        throw UsageError("unknown subcommand \"\(subcommand)\": run, demo (see --help)")
+        throw UsageError("unknown subcommand \"\(subcommand)\": run, demo, receive (see --help)")
     }
 }
 

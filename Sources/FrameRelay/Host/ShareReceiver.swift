@@ -20,6 +20,7 @@ public final class ShareReceiver: @unchecked Sendable {
     private var windowFrames = 0
     private var awaitingFirstFrame = false
     private var pipeline: EncodePipeline?
+    private var transport: RTPSession?
 
     /// Options for what the host does beyond taking frames.
     public struct Options: Sendable {
@@ -51,8 +52,14 @@ public final class ShareReceiver: @unchecked Sendable {
     public private(set) var producerFinished = false
 
     /// Runs until `shouldStop` returns true, handing each frame to `onFrame`.
-    public func run(shouldStop: () -> Bool, pipeline: EncodePipeline? = nil) throws {
+    public func run(shouldStop: () -> Bool, pipeline: EncodePipeline? = nil, transport: RTPSession? = nil) throws {
         self.pipeline = pipeline
+        self.transport = transport
+        if let transport, let pipeline {
+            pipeline.onEncoded = { frame, metadata in transport.send(frame, captureTime: metadata.captureTime) }
+        }
+        // With a stream to serve, wake often enough to answer RTCP between frames.
+        let idleTimeout: UInt64 = transport == nil ? 100_000_000 : 10_000_000
         defer {
             host.detach()
             pipeline?.finish()
@@ -60,7 +67,11 @@ public final class ShareReceiver: @unchecked Sendable {
         }
         var lastPublish = MonotonicClock.now()
         while !shouldStop() {
-            let event = try host.next(timeoutNanoseconds: 100_000_000)
+            let event = try host.next(timeoutNanoseconds: idleTimeout)
+            if let transport, transport.poll(now: MonotonicClock.now()) {
+                pipeline?.requestKeyframe()
+                record("keyframe-request", "PLI or FIR from a receiver")
+            }
             switch event {
             case .frame(let frame):
                 let now = MonotonicClock.now()
@@ -135,6 +146,7 @@ public final class ShareReceiver: @unchecked Sendable {
         stats.captureToTaken = captureToTaken.summary
         stats.handoff = handoff.summary
         stats.encoded = pipeline?.summary
+        stats.transport = transport?.summary
         let copy = stats
         published.withLock { $0 = copy }
     }

@@ -20,6 +20,8 @@ public struct ShareStats: Sendable, Codable {
     public var geometries: [String] = []
     /// The encoder's figures, when the host encodes.
     public var encoded: EncodeStats?
+    /// The RTP stream's figures, when the host streams.
+    public var transport: TransportStats?
     /// Lifecycle and connection events with their CLOCK_MONOTONIC time (ns).
     public var events: [ShareEvent] = []
 

@@ -67,6 +67,12 @@ final class Spawned {
         process.standardOutput = try! FileHandle(forWritingTo: outURL)
         process.standardError = try! FileHandle(forWritingTo: errURL)
         process.standardInput = FileHandle.nullDevice
+        // Test threads (Dispatch workers) block every signal, and a child
+        // inherits the mask: unblock while spawning so SIGINT and SIGTERM reach it.
+        var empty = sigset_t(), saved = sigset_t()
+        sigemptyset(&empty)
+        pthread_sigmask(SIG_SETMASK, &empty, &saved)
+        defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
         try! process.run()
     }
 

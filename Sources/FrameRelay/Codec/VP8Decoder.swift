@@ -1,0 +1,45 @@
+internal import CVpx
+
+/// A decoded picture's luma plane, borrowed until the next decode.
+public struct DecodedPicture {
+    public let width: Int
+    public let height: Int
+    public let luma: UnsafeRawBufferPointer
+    public let lumaStride: Int
+}
+
+/// Owns one libvpx VP8 decoder context.
+public final class VP8Decoder {
+    private var context = vpx_codec_ctx_t()
+    public private(set) var errors = 0
+
+    public init() throws(CodecError) {
+        let status = cvpx_dec_init(&context)
+        guard status == VPX_CODEC_OK else { throw .library("vpx_codec_dec_init", String(cString: vpx_codec_err_to_string(status))) }
+    }
+
+    deinit { vpx_codec_destroy(&context) }
+
+    /// Whether a VP8 frame starts a keyframe (bit 0 of its frame tag is 0).
+    public static func isKeyframe(_ frame: UnsafeRawBufferPointer) -> Bool {
+        frame.count > 0 && frame[0] & 1 == 0
+    }
+
+    /// Decodes one frame and hands its picture to `body`; false (and one more
+    /// in ``errors``) when libvpx rejects it.
+    @discardableResult
+    public func decode(_ frame: UnsafeRawBufferPointer, _ body: (DecodedPicture) -> Void) -> Bool {
+        let status = vpx_codec_decode(&context, frame.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt32(frame.count), nil, 0)
+        guard status == VPX_CODEC_OK else {
+            errors += 1
+            return false
+        }
+        var iterator: vpx_codec_iter_t? = nil
+        while let image = vpx_codec_get_frame(&context, &iterator) {
+            let width = Int(image.pointee.d_w), height = Int(image.pointee.d_h), stride = Int(image.pointee.stride.0)
+            let luma = UnsafeRawBufferPointer(start: image.pointee.planes.0, count: stride * (height - 1) + width)
+            body(DecodedPicture(width: width, height: height, luma: luma, lumaStride: stride))
+        }
+        return true
+    }
+}

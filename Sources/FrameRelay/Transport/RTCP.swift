@@ -1,0 +1,81 @@
+/// RTCP packets we send (Sender Report) and read (receiver reports and
+/// feedback: PLI, FIR, generic NACK), RFC 3550 / 4585 / 5104.
+enum RTCP {
+    static let senderReport: UInt8 = 200
+    static let receiverReport: UInt8 = 201
+    static let transportFeedback: UInt8 = 205  // FMT 1: generic NACK
+    static let payloadFeedback: UInt8 = 206  // FMT 1: PLI, FMT 4: FIR
+
+    /// What a compound RTCP packet asked of us.
+    struct Feedback {
+        var pictureLoss = false
+        var fullIntraRequest = false
+        var firSequence: UInt8?
+        /// Sequence numbers a receiver asks to have resent.
+        var nacked: [UInt16] = []
+        var receiverReports = 0
+        /// Fraction lost (0–255) from the last report block about us.
+        var fractionLost: UInt8?
+    }
+
+    /// Writes a 28-byte Sender Report into `out`.
+    static func writeSenderReport(into out: UnsafeMutableRawPointer, ssrc: UInt32, ntp: UInt64, rtpTimestamp: UInt32, packets: UInt32, octets: UInt32) {
+        out.storeBytes(of: 0x80, as: UInt8.self)
+        out.storeBytes(of: senderReport, toByteOffset: 1, as: UInt8.self)
+        out.storeBytes(of: UInt16(6).bigEndian, toByteOffset: 2, as: UInt16.self)
+        out.storeBytes(of: ssrc.bigEndian, toByteOffset: 4, as: UInt32.self)
+        out.storeBytes(of: ntp.bigEndian, toByteOffset: 8, as: UInt64.self)
+        out.storeBytes(of: rtpTimestamp.bigEndian, toByteOffset: 16, as: UInt32.self)
+        out.storeBytes(of: packets.bigEndian, toByteOffset: 20, as: UInt32.self)
+        out.storeBytes(of: octets.bigEndian, toByteOffset: 24, as: UInt32.self)
+    }
+
+    /// Parses a compound packet, keeping only what concerns `ssrc`. Never
+    /// reads past `bytes`; malformed input ends the parse.
+    static func parse(_ bytes: UnsafeRawBufferPointer, ssrc: UInt32, into feedback: inout Feedback) {
+        var offset = 0
+        func u16(_ at: Int) -> UInt16 { UInt16(bytes[at]) << 8 | UInt16(bytes[at + 1]) }
+        func u32(_ at: Int) -> UInt32 { UInt32(u16(at)) << 16 | UInt32(u16(at + 2)) }
+        while offset + 4 <= bytes.count {
+            let first = bytes[offset]
+            guard first >> 6 == 2 else { return }
+            let count = Int(first & 0x1F)
+            let type = bytes[offset + 1]
+            let length = (Int(u16(offset + 2)) + 1) * 4
+            guard offset + length <= bytes.count else { return }
+            switch type {
+            case receiverReport, senderReport:
+                feedback.receiverReports += 1
+                let blocks = offset + (type == senderReport ? 28 : 8)
+                for block in 0..<count where blocks + block * 24 + 24 <= offset + length {
+                    let at = blocks + block * 24
+                    if u32(at) == ssrc { feedback.fractionLost = bytes[at + 4] }
+                }
+            case payloadFeedback where length >= 12:
+                let media = u32(offset + 8)
+                if count == 1, media == ssrc || media == 0 { feedback.pictureLoss = true }
+                if count == 4 {
+                    var at = offset + 12
+                    while at + 8 <= offset + length {
+                        if u32(at) == ssrc {
+                            feedback.fullIntraRequest = true
+                            feedback.firSequence = bytes[at + 4]
+                        }
+                        at += 8
+                    }
+                }
+            case transportFeedback where count == 1 && length >= 16 && u32(offset + 8) == ssrc:
+                var at = offset + 12
+                while at + 4 <= offset + length {
+                    let first = u16(at), mask = u16(at + 2)
+                    feedback.nacked.append(first)
+                    for bit in 0..<16 where mask & (1 << bit) != 0 { feedback.nacked.append(first &+ UInt16(bit + 1)) }
+                    at += 4
+                }
+            default:
+                break
+            }
+            offset += length
+        }
+    }
+}

@@ -1,0 +1,252 @@
+@preconcurrency import Glibc
+
+/// One share's RTP stream: packetizes encoded frames to every destination,
+/// paces bursts, keeps a short history for NACKs, sends Sender Reports and
+/// reads RTCP feedback. Single-threaded: the share's thread calls ``send``
+/// for each frame and ``poll`` between frames, so nothing needs a lock.
+public final class RTPSession {
+    public struct Options: Sendable {
+        public var destinations: [Destination] = []
+        public var maxPacketSize = 1200
+        /// Packets sent back to back before a pause (keyframe bursts).
+        public var burstPackets = 16
+        /// Pause between bursts, ns.
+        public var burstGap: UInt64 = 300_000
+        /// Fewest nanoseconds between keyframes forced by PLI/FIR.
+        public var keyframeRequestInterval: UInt64 = 200_000_000
+        public init() {}
+    }
+
+    public let ssrc: UInt32
+    public let options: Options
+    private var packetizer: RTPPacketizer
+    private let rtpSocket: Int32
+    private let rtcpSocket: Int32
+    /// The local port receivers send RTCP to.
+    public let rtcpPort: Int
+    private let scratch: UnsafeMutableRawPointer
+    private let historySize = 1024
+    private let history: UnsafeMutableRawPointer
+    private var historyLengths: [Int]
+    private var historySequences: [UInt16]
+    private let receiveBuffer: UnsafeMutableRawPointer
+    private let rtcpDestinations: [Destination]
+    private var monotonicBase: UInt64?
+    private let rtpBase = UInt32.random(in: 0...UInt32.max)
+    private var lastSenderReport: UInt64 = 0
+    private var lastRequestedKeyframe: UInt64 = 0
+    private var lastFIRSequence: UInt8?
+    private var feedback = RTCP.Feedback()
+    public private(set) var stats = TransportStats()
+    private var sentLatency = LatencyHistogram()
+
+    /// Opens the sockets; throws a ``SystemError`` naming the failing call.
+    public init(options: Options) throws {
+        precondition(!options.destinations.isEmpty)
+        guard (64...9000).contains(options.maxPacketSize) else {
+            throw UsageError("invalid packet size \(options.maxPacketSize): must be 64...9000")
+        }
+        let family = options.destinations[0].family
+        let rtp = try valueOrErrno("socket", "udp") { socket(family, Int32(SOCK_DGRAM.rawValue), 0) }
+        let rtcp: Int32
+        do {
+            rtcp = try valueOrErrno("socket", "udp") { socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0) }
+        } catch {
+            close(rtp)
+            throw error
+        }
+        var size: Int32 = 4 << 20
+        setsockopt(rtp, SOL_SOCKET, SO_SNDBUF, &size, 4)
+        // Bind RTCP to an ephemeral port so receivers can answer our reports.
+        var local = sockaddr_storage()
+        local.ss_family = sa_family_t(family)
+        let localLength = socklen_t(family == AF_INET6 ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(rtcp, $0, localLength) }
+        }
+        guard bound == 0 else {
+            let code = errno
+            close(rtp)
+            close(rtcp)
+            throw SystemError("bind", "rtcp socket", code: code)
+        }
+        var name = sockaddr_storage()
+        var nameLength = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        withUnsafeMutablePointer(to: &name) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = getsockname(rtcp, $0, &nameLength) }
+        }
+        rtcpPort = withUnsafeBytes(of: &name) { Int(UInt16(bigEndian: $0.load(fromByteOffset: 2, as: UInt16.self))) }
+        rtpSocket = rtp
+        rtcpSocket = rtcp
+        ssrc = UInt32.random(in: 1...UInt32.max)
+        self.options = options
+        packetizer = RTPPacketizer(ssrc: ssrc, maxPacketSize: options.maxPacketSize)
+        scratch = .allocate(byteCount: options.maxPacketSize, alignment: 16)
+        history = .allocate(byteCount: options.maxPacketSize * historySize, alignment: 16)
+        historyLengths = Array(repeating: 0, count: historySize)
+        historySequences = Array(repeating: 0, count: historySize)
+        receiveBuffer = .allocate(byteCount: 1500, alignment: 16)
+        rtcpDestinations = options.destinations.map { $0.withPort($0.port + 1) }
+        feedback.nacked.reserveCapacity(256)
+    }
+
+    deinit {
+        close(rtpSocket)
+        close(rtcpSocket)
+        scratch.deallocate()
+        history.deallocate()
+        receiveBuffer.deallocate()
+    }
+
+    /// The 90 kHz RTP time of a CLOCK_MONOTONIC instant.
+    func rtpTimestamp(_ monotonic: UInt64) -> UInt32 {
+        let base = monotonicBase ?? monotonic
+        let elapsed = monotonic &- base
+        return rtpBase &+ UInt32(truncatingIfNeeded: elapsed / 100_000 * 9 + (elapsed % 100_000) * 9 / 100_000)
+    }
+
+    /// Sends one encoded frame captured at `captureTime` to every destination.
+    public func send(_ frame: EncodedFrame, captureTime: UInt64) {
+        if monotonicBase == nil { monotonicBase = captureTime }
+        let timestamp = rtpTimestamp(captureTime)
+        var inBurst = 0
+        packetizer.packetize(frame.bytes, timestamp: timestamp, scratch: scratch) { packet, sequence in
+            if inBurst == options.burstPackets {
+                MonotonicClock.sleep(nanoseconds: options.burstGap)
+                inBurst = 0
+            }
+            inBurst += 1
+            let slot = Int(sequence) % historySize
+            (history + slot * options.maxPacketSize).copyMemory(from: packet.baseAddress!, byteCount: packet.count)
+            historyLengths[slot] = packet.count
+            historySequences[slot] = sequence
+            transmit(packet)
+            stats.packets += 1
+            stats.octets += UInt64(packet.count - RTPPacketizer.headerSize)
+        }
+        stats.frames += 1
+        if frame.isKeyframe { stats.keyframes += 1 }
+        sentLatency.record(MonotonicClock.now() &- captureTime)
+    }
+
+    private func transmit(_ packet: UnsafeRawBufferPointer) {
+        for destination in options.destinations {
+            var address = destination.address
+            let result = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    sendto(rtpSocket, packet.baseAddress, packet.count, Int32(MSG_DONTWAIT), $0, destination.length)
+                }
+            }
+            if result < 0 { stats.sendErrors += 1 }
+        }
+    }
+
+    /// Reads pending RTCP, answers NACKs, sends a Sender Report when one is
+    /// due; returns true when a receiver asked for a keyframe.
+    public func poll(now: UInt64) -> Bool {
+        var keyframe = false
+        while true {
+            let count = recv(rtcpSocket, receiveBuffer, 1500, Int32(MSG_DONTWAIT))
+            guard count > 0 else { break }
+            stats.rtcpReceived += 1
+            feedback.pictureLoss = false
+            feedback.fullIntraRequest = false
+            feedback.nacked.removeAll(keepingCapacity: true)
+            RTCP.parse(UnsafeRawBufferPointer(start: receiveBuffer, count: count), ssrc: ssrc, into: &feedback)
+            if feedback.pictureLoss { stats.pli += 1 }
+            var fir = false
+            if feedback.fullIntraRequest, feedback.firSequence != lastFIRSequence {
+                lastFIRSequence = feedback.firSequence
+                stats.fir += 1
+                fir = true
+            }
+            if let lost = feedback.fractionLost { stats.lastFractionLost = Double(lost) / 256 }
+            stats.receiverReports = UInt64(feedback.receiverReports) + stats.receiverReports
+            if feedback.pictureLoss || fir, now &- lastRequestedKeyframe >= options.keyframeRequestInterval {
+                lastRequestedKeyframe = now
+                keyframe = true
+            }
+            for sequence in feedback.nacked { resend(sequence) }
+        }
+        if monotonicBase != nil, now &- lastSenderReport >= 1_000_000_000 {
+            lastSenderReport = now
+            sendSenderReport(now: now)
+        }
+        return keyframe
+    }
+
+    private func resend(_ sequence: UInt16) {
+        stats.nacked += 1
+        let slot = Int(sequence) % historySize
+        guard historySequences[slot] == sequence, historyLengths[slot] > 0 else { return }
+        transmit(UnsafeRawBufferPointer(start: history + slot * options.maxPacketSize, count: historyLengths[slot]))
+        stats.retransmitted += 1
+    }
+
+    private func sendSenderReport(now: UInt64) {
+        var wall = timespec()
+        clock_gettime(CLOCK_REALTIME, &wall)
+        let ntpSeconds = UInt64(wall.tv_sec) + 2_208_988_800
+        let ntpFraction = (UInt64(wall.tv_nsec) << 32) / 1_000_000_000
+        RTCP.writeSenderReport(into: scratch, ssrc: ssrc, ntp: ntpSeconds << 32 | ntpFraction, rtpTimestamp: rtpTimestamp(now),
+                               packets: UInt32(truncatingIfNeeded: stats.packets), octets: UInt32(truncatingIfNeeded: stats.octets))
+        for destination in rtcpDestinations {
+            var address = destination.address
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    sendto(rtcpSocket, scratch, 28, Int32(MSG_DONTWAIT), $0, destination.length)
+                }
+            }
+        }
+        stats.senderReports += 1
+    }
+
+    /// Statistics with the capture → last packet sent percentiles.
+    public var summary: TransportStats {
+        var s = stats
+        s.captureToSent = sentLatency.summary
+        s.ssrc = ssrc
+        return s
+    }
+
+    /// An SDP description that ffmpeg, ffplay, VLC and GStreamer open as written.
+    public func sdp(for destination: Destination) -> String {
+        let family = destination.family == AF_INET6 ? "IP6" : "IP4"
+        return """
+            v=0
+            o=- \(ssrc) 1 IN \(family) \(destination.host)
+            s=FrameRelay screen share
+            c=IN \(family) \(destination.host)
+            t=0 0
+            m=video \(destination.port) RTP/AVP 96
+            a=rtpmap:96 VP8/90000
+            a=rtcp:\(destination.port + 1)
+            a=rtcp-fb:96 nack
+            a=rtcp-fb:96 nack pli
+            a=rtcp-fb:96 ccm fir
+            a=ssrc:\(ssrc) cname:framerelay
+            a=recvonly
+
+            """
+    }
+}
+
+/// What one share's RTP stream did.
+public struct TransportStats: Sendable, Codable {
+    public var ssrc: UInt32 = 0
+    public var frames: UInt64 = 0
+    public var keyframes: UInt64 = 0
+    public var packets: UInt64 = 0
+    public var octets: UInt64 = 0
+    public var sendErrors: UInt64 = 0
+    public var senderReports: UInt64 = 0
+    public var receiverReports: UInt64 = 0
+    public var rtcpReceived: UInt64 = 0
+    public var pli: UInt64 = 0
+    public var fir: UInt64 = 0
+    public var nacked: UInt64 = 0
+    public var retransmitted: UInt64 = 0
+    public var lastFractionLost: Double = 0
+    /// Capture → last packet sent (µs).
+    public var captureToSent = LatencySummary(count: 0, p50: 0, p90: 0, p99: 0, max: 0, mean: 0)
+}

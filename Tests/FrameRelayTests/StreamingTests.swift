@@ -1,0 +1,180 @@
+@preconcurrency import Glibc
+import Foundation
+import FrameRelay
+import Testing
+
+/// RTP/RTCP to real receivers: ffmpeg through our SDP, GStreamer, a test
+/// peer that sends PLI and FIR, and our own receiver under packet loss.
+@Suite(.serialized) struct StreamingTests {
+    @Test func ffmpegDecodesOurRTPThroughTheSDPWeWrote() throws {
+        let group = uniqueGroup("ffrtp")
+        let port = freePortPair()
+        let dir = Paths.temporaryDirectory()
+        let sdp = dir.appendingPathComponent("stream.sdp").path
+        let raw = dir.appendingPathComponent("ffmpeg.gray").path
+        let hostStats = dir.appendingPathComponent("host.json").path
+        let h = host([group], ["--rtp", "127.0.0.1:\(port)", "--sdp", sdp, "--exit-when-finished", "--stats-json", hostStats, "--quiet"])
+        for _ in 0..<100 where !FileManager.default.fileExists(atPath: sdp) { usleep(20_000) }
+        let ffmpeg = Spawned("/usr/bin/ffmpeg", ["-v", "error", "-protocol_whitelist", "file,udp,rtp", "-i", sdp,
+                                                 "-f", "rawvideo", "-pix_fmt", "gray", "-y", raw])
+        usleep(800_000)
+        let p = producer(group, ["--size", "640x360", "--fps", "30", "--frames", "120", "--quiet"])
+        #expect(p.wait() == 0)
+        #expect(h.wait() == 0)
+        usleep(500_000)
+        ffmpeg.signal(SIGINT)
+        _ = ffmpeg.wait(timeout: 10)
+        let sent = try #require(try readShareStats(hostStats).first?.transport)
+        let data = try Data(contentsOf: URL(fileURLWithPath: raw))
+        let frames = stride(from: 0, to: data.count - 640 * 360 + 1, by: 640 * 360).map { data.subdata(in: $0..<($0 + 640 * 360)) }
+        let numbers = frames.compactMap { stamp($0, width: 640, height: 360) }
+        #expect(Double(Set(numbers).count) >= 0.95 * Double(sent.frames), "ffmpeg decoded \(Set(numbers).count) of \(sent.frames)")
+        #expect(numbers == numbers.sorted(), "stamps out of order")
+        #expect(!ffmpeg.stderr.lowercased().contains("error while decoding"), "\(ffmpeg.stderr)")
+    }
+
+    @Test func gstreamerDecodesOurRTP() throws {
+        let group = uniqueGroup("gst")
+        let port = freePortPair()
+        let dir = Paths.temporaryDirectory()
+        let raw = dir.appendingPathComponent("gst.gray").path
+        let hostStats = dir.appendingPathComponent("host.json").path
+        let gst = Spawned("/usr/bin/gst-launch-1.0", [
+            "-e", "-q", "udpsrc", "port=\(port)",
+            "caps=application/x-rtp,media=video,clock-rate=90000,encoding-name=VP8,payload=96",
+            "!", "rtpjitterbuffer", "latency=100", "!", "rtpvp8depay", "!", "vp8dec", "!", "videoconvert",
+            "!", "video/x-raw,format=GRAY8", "!", "filesink", "location=\(raw)",
+        ])
+        usleep(800_000)
+        let h = host([group], ["--rtp", "127.0.0.1:\(port)", "--exit-when-finished", "--stats-json", hostStats, "--quiet"])
+        let p = producer(group, ["--size", "640x360", "--fps", "30", "--frames", "120", "--quiet"])
+        #expect(p.wait() == 0)
+        #expect(h.wait() == 0)
+        usleep(500_000)
+        gst.signal(SIGINT)
+        _ = gst.wait(timeout: 10)
+        let sent = try #require(try readShareStats(hostStats).first?.transport)
+        let data = try Data(contentsOf: URL(fileURLWithPath: raw))
+        let frames = stride(from: 0, to: data.count - 640 * 360 + 1, by: 640 * 360).map { data.subdata(in: $0..<($0 + 640 * 360)) }
+        let numbers = frames.compactMap { stamp($0, width: 640, height: 360) }
+        #expect(Double(numbers.count) >= 0.95 * Double(sent.frames), "GStreamer decoded \(numbers.count) of \(sent.frames): \(gst.stderr)")
+        #expect(numbers == numbers.sorted())
+    }
+
+    @Test func pliAndFirEachBringAKeyframeWithinAFrameAndSenderReportsParse() throws {
+        let group = uniqueGroup("pli")
+        let port = freePortPair()
+        let peer = TestRTPPeer(port: port)
+        let dir = Paths.temporaryDirectory()
+        let hostStats = dir.appendingPathComponent("host.json").path
+        let h = host([group], ["--rtp", "127.0.0.1:\(port)", "--keyframe-interval", "0", "--exit-when-finished", "--stats-json", hostStats, "--quiet"])
+        let p = producer(group, ["--size", "320x240", "--fps", "30", "--duration", "6", "--quiet"])
+        peer.pump(1.5)
+        // Sender Reports: our SSRC, wall-clock NTP time, an RTP time near the packets'.
+        let report = try #require(peer.reports.last, "no Sender Report")
+        #expect(report.ssrc == peer.mediaSSRC && report.packets > 0)
+        let unixNow = UInt64(Date().timeIntervalSince1970)
+        #expect(abs(Int64(report.ntpSeconds) - Int64(unixNow + 2_208_988_800)) <= 2)
+        let lastFrame = try #require(peer.frames.last)
+        #expect(abs(Int64(Int32(bitPattern: report.rtpTimestamp &- lastFrame.timestamp))) < 90_000)
+
+        for (kind, request) in [("PLI", peer.sendPLI), ("FIR", peer.sendFIR)] {
+            let before = peer.frames.count
+            let sentAt = MonotonicClock.now()
+            request()
+            peer.pump(0.6)
+            let after = peer.frames[before...]
+            let key = after.firstIndex { $0.keyframe }
+            #expect(key != nil, "\(kind): no keyframe")
+            if let key {
+                #expect(key - before <= 1, "\(kind): keyframe was frame \(key - before + 1) after the request")
+                #expect(Double(peer.frames[key].arrival - sentAt) / 1e6 < 70, "\(kind): keyframe after \(Double(peer.frames[key].arrival - sentAt) / 1e6) ms")
+            }
+        }
+        #expect(p.wait() == 0)
+        #expect(h.wait() == 0)
+        let transport = try #require(try readShareStats(hostStats).first?.transport)
+        #expect(transport.pli == 1 && transport.fir == 1)
+        #expect(peer.frames.filter(\.keyframe).count == 3)  // the first frame, the PLI's, the FIR's
+    }
+
+    @Test func packetLossIsRecoveredByNACKAndKeyframes() throws {
+        // A network namespace of our own with 5 % of packets to the RTP port dropped on input.
+        let port = freePortPair()
+        let dir = Paths.temporaryDirectory()
+        let hostStats = dir.appendingPathComponent("host.json").path
+        let receiverStats = dir.appendingPathComponent("receiver.json").path
+        let group = uniqueGroup("loss")
+        let script = """
+            set -e
+            ip link set lo up
+            nft "add table inet t; add chain inet t in { type filter hook input priority 0; policy accept; }; add rule inet t in udp dport \(port) numgen random mod 100 < 5 drop"
+            '\(Paths.executable("frame-relay"))' --app-group \(group.name) --exit-when-finished --rtp 127.0.0.1:\(port) --keyframe-interval 0 --stats-json '\(hostStats)' --quiet &
+            sleep 0.3
+            '\(Paths.executable("frame-relay"))' receive --port \(port) --duration 7 --stats-json '\(receiverStats)' --quiet &
+            sleep 0.3
+            '\(Paths.executable("broadcast-sim"))' --app-group \(group.name) --frames 150 --fps 30 --size 640x360 --quiet
+            wait
+            """
+        let result = run("/usr/bin/unshare", ["-rn", "sh", "-c", script], timeout: 60)
+        #expect(result.status == 0, "\(result.stderr)")
+        let transport = try #require(try readShareStats(hostStats).first?.transport)
+        let received = try JSONDecoder().decode(RTPReceiver.Stats.self, from: Data(contentsOf: URL(fileURLWithPath: receiverStats)))
+        #expect(received.nacksSent > 0 && transport.retransmitted > 0, "NACKs \(received.nacksSent), resent \(transport.retransmitted)")
+        #expect(received.decodeErrors == 0)
+        #expect(received.stampsOutOfOrder == 0)
+        #expect(Double(received.framesDecoded) >= 0.7 * Double(transport.frames), "decoded \(received.framesDecoded) of \(transport.frames)")
+        #expect((received.lastStamp ?? 0) >= 140, "the picture must come back: last frame \(received.lastStamp ?? 0)")
+        #expect(!segmentExists(group))
+    }
+
+    @Test func receiverThatGoesAwayAndComesBackGetsThePictureBack() throws {
+        let group = uniqueGroup("away")
+        let port = freePortPair()
+        let dir = Paths.temporaryDirectory()
+        let receiverStats = dir.appendingPathComponent("receiver.json").path
+        let h = host([group], ["--rtp", "127.0.0.1:\(port)", "--keyframe-interval", "0", "--quiet"])
+        let p = producer(group, ["--size", "320x240", "--fps", "30", "--duration", "60", "--quiet"])
+        let first = Spawned(Paths.executable("frame-relay"), ["receive", "--port", "\(port)", "--duration", "1.5", "--quiet"])
+        #expect(first.wait() == 0)
+        usleep(1_000_000)  // nobody listens: the host's packets go to a closed port
+        #expect(h.process.isRunning)
+        let second = Spawned(Paths.executable("frame-relay"), ["receive", "--port", "\(port)", "--duration", "3", "--stats-json", receiverStats, "--quiet"])
+        #expect(second.wait() == 0)
+        #expect(h.process.isRunning, "the host must survive its receiver leaving")
+        let received = try JSONDecoder().decode(RTPReceiver.Stats.self, from: Data(contentsOf: URL(fileURLWithPath: receiverStats)))
+        // A receiver joining mid-stream asks for a keyframe (PLI) and decodes from it on.
+        #expect(received.plisSent >= 1 && received.keyframes >= 1)
+        #expect(received.framesDecoded >= 40 && received.decodeErrors == 0)
+        p.signal(SIGTERM)
+        #expect(p.wait() == 0)
+        h.signal(SIGINT)
+        #expect(h.wait() == 0)
+        #expect(!segmentExists(group))
+    }
+
+    static let badDestinations: [([String], String)] = [
+        (["--rtp", "no-such-host.invalid:5004"], "cannot resolve host \"no-such-host.invalid\""),
+        (["--rtp", "127.0.0.1:70000"], "port must be 1...65534"),
+        (["--rtp", "127.0.0.1:0"], "port must be 1...65534"),
+        (["--rtp", "127.0.0.1"], "expected HOST:PORT"),
+        (["--sdp", "/tmp/x.sdp"], "--sdp needs a destination"),
+        (["--rtp", "127.0.0.1:5004", "--sdp", "/nonexistent-dir/x.sdp"], "cannot write SDP file /nonexistent-dir/x.sdp"),
+    ]
+
+    @Test(arguments: badDestinations)
+    func badDestinationsGetOneLineAndFail(_ arguments: [String], _ message: String) {
+        let result = run(Paths.executable("frame-relay"), ["--app-group", uniqueGroup().name] + arguments)
+        #expect(result.status != 0)
+        #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+        #expect(result.stderr.contains(message), "\(result.stderr)")
+    }
+
+    @Test func receiverPortInUseIsOneLine() throws {
+        let port = freePortPair()
+        let holder = TestRTPPeer(port: port)
+        let result = run(Paths.executable("frame-relay"), ["receive", "--port", "\(port)", "--duration", "1"])
+        #expect(result.status != 0 && result.stderr.contains("port \(port) (or \(port + 1) for RTCP) is already in use"), "\(result.stderr)")
+        _ = holder
+    }
+}

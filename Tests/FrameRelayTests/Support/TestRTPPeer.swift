@@ -1,0 +1,91 @@
+@preconcurrency import Glibc
+import Foundation
+import FrameRelay
+
+/// A minimal RTP/RTCP peer written for the tests, independent of our
+/// receiver: it notes each frame's first packet (and whether it starts a
+/// keyframe), parses Sender Reports, and sends PLI and FIR.
+final class TestRTPPeer {
+    struct FrameStart { var timestamp: UInt32; var keyframe: Bool; var arrival: UInt64 }
+    struct SenderReport { var ssrc: UInt32; var ntpSeconds: UInt64; var rtpTimestamp: UInt32; var packets: UInt32; var arrival: UInt64 }
+
+    let rtp: Int32
+    let rtcp: Int32
+    private(set) var frames: [FrameStart] = []
+    private(set) var reports: [SenderReport] = []
+    private(set) var mediaSSRC: UInt32 = 0
+    private var sender = sockaddr_in()
+    private var firSequence: UInt8 = 0
+
+    init(port: Int) {
+        rtp = Self.bind(port)
+        rtcp = Self.bind(port + 1)
+    }
+
+    deinit {
+        close(rtp)
+        close(rtcp)
+    }
+
+    static func bind(_ port: Int) -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let result = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        precondition(result == 0, "bind \(port): errno \(errno)")
+        return fd
+    }
+
+    /// Reads whatever arrives for `seconds`.
+    func pump(_ seconds: Double) {
+        let deadline = MonotonicClock.now() + UInt64(seconds * 1e9)
+        var buffer = [UInt8](repeating: 0, count: 2048)
+        while MonotonicClock.now() < deadline {
+            var fds = [pollfd(fd: rtp, events: Int16(POLLIN), revents: 0), pollfd(fd: rtcp, events: Int16(POLLIN), revents: 0)]
+            _ = poll(&fds, 2, 5)
+            while true {
+                let n = recv(rtp, &buffer, buffer.count, 0)
+                guard n >= 17 else { break }
+                mediaSSRC = UInt32(buffer[8]) << 24 | UInt32(buffer[9]) << 16 | UInt32(buffer[10]) << 8 | UInt32(buffer[11])
+                let timestamp = UInt32(buffer[4]) << 24 | UInt32(buffer[5]) << 16 | UInt32(buffer[6]) << 8 | UInt32(buffer[7])
+                let startOfFrame = buffer[12] & 0x10 != 0
+                // Our descriptor is 4 bytes (X, I, 15-bit PictureID); the VP8 frame tag follows.
+                if startOfFrame { frames.append(FrameStart(timestamp: timestamp, keyframe: buffer[16] & 1 == 0, arrival: MonotonicClock.now())) }
+            }
+            while true {
+                var from = sockaddr_in()
+                var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+                let n = withUnsafeMutablePointer(to: &from) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(rtcp, &buffer, buffer.count, 0, $0, &length) } }
+                guard n >= 28 else { break }
+                if buffer[1] == 200 {
+                    sender = from
+                    func u32(_ at: Int) -> UInt32 { UInt32(buffer[at]) << 24 | UInt32(buffer[at + 1]) << 16 | UInt32(buffer[at + 2]) << 8 | UInt32(buffer[at + 3]) }
+                    reports.append(SenderReport(ssrc: u32(4), ntpSeconds: UInt64(u32(8)), rtpTimestamp: u32(16), packets: u32(20), arrival: MonotonicClock.now()))
+                }
+            }
+        }
+    }
+
+    private func send(_ packet: [UInt8]) {
+        var address = sender
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(rtcp, packet, packet.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+    }
+
+    private func bytes(_ value: UInt32) -> [UInt8] { [UInt8(value >> 24), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF), UInt8(value & 0xFF)] }
+
+    /// Picture Loss Indication (RFC 4585, PT 206 FMT 1).
+    func sendPLI() { send([0x81, 206, 0, 2] + bytes(0x1234_5678) + bytes(mediaSSRC)) }
+
+    /// Full Intra Request (RFC 5104, PT 206 FMT 4).
+    func sendFIR() {
+        firSequence &+= 1
+        send([0x84, 206, 0, 4] + bytes(0x1234_5678) + bytes(0) + bytes(mediaSSRC) + [firSequence, 0, 0, 0])
+    }
+}
+
+/// An even port pair unlikely to be in use.
+func freePortPair() -> Int {
+    20_000 + 2 * Int.random(in: 0..<10_000)
+}

@@ -13,10 +13,14 @@ func runDemo(_ arguments: [String]) throws -> Int32 {
     parser.option("app-group", "NAME", default: "group.com.example.app.ScreenSharingExtension", help: "App Group both sides use.")
     parser.option("duration", "SECONDS", help: "Stop after this many seconds (default: until Ctrl-C).")
     parser.option("stats-json", "PATH", help: "Write the host's statistics as JSON here at exit.")
+    parser.option("http", "[ADDRESS:]PORT", default: "8080", help: "Where the live viewer listens (loopback unless an address is given).")
+    parser.option("rtp", "HOST:PORT", help: "Also stream RTP here (RTCP to PORT+1), with an SDP in demo.sdp.")
     try parser.parse(arguments)
     let group = try AppGroup(parser.string("app-group")!)
     _ = try parseSize(parser.string("size")!, option: "size")
     let duration = try parser.double("duration", in: 0.001...1e9)
+    let http = try parseListenAddress(parser.string("http")!)
+    let rtp = try parser.string("rtp").map { try Destination($0) }
 
     let simulator = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
         .deletingLastPathComponent().appendingPathComponent("broadcast-sim")
@@ -29,18 +33,25 @@ func runDemo(_ arguments: [String]) throws -> Int32 {
         "--app-group", group.name, "--source", parser.string("source")!, "--size", parser.string("size")!,
         "--fps", parser.string("fps")!, "--format", parser.string("format")!,
     ]
+    // Bind the viewer before starting anything, so a taken port fails at once.
+    var settings = HostSettings(
+        groups: [group], options: ShareReceiver.Options(), encoding: [EncodePipeline.Options()], frames: nil, duration: duration,
+        exitWhenFinished: false, statsPath: parser.string("stats-json"), quiet: false)
+    settings.http = http
+    if let rtp {
+        var options = RTPSession.Options()
+        options.destinations = [rtp]
+        settings.streaming = [options]
+        settings.sdpPaths = ["demo.sdp"]
+    }
     try producer.run()
     log("demo: broadcast-sim (pid \(producer.processIdentifier)) → \(group) → host; Ctrl-C to stop")
 
-    var options = ShareReceiver.Options()
-    options.verifyChecksums = false
-    let settings = HostSettings(
-        groups: [group], options: options, encoding: [EncodePipeline.Options()], frames: nil, duration: duration, exitWhenFinished: false,
-        statsPath: parser.string("stats-json"), quiet: false)
-    let status = try runHost(settings, extraStop: { !producer.isRunning })
-    if producer.isRunning {
-        kill(producer.processIdentifier, SIGTERM)
+    if rtp != nil { log("demo: RTP to \(rtp!); play it with: ffplay -protocol_whitelist file,udp,rtp demo.sdp") }
+    // Whatever happens to the host, the producer ends with it (and removes its ring).
+    defer {
+        if producer.isRunning { kill(producer.processIdentifier, SIGTERM) }
+        producer.waitUntilExit()
     }
-    producer.waitUntilExit()
-    return status
+    return try runHost(settings, extraStop: { !producer.isRunning })
 }

@@ -20,6 +20,8 @@ struct HostSettings {
     /// One stream's options per group; nil when not streaming.
     var streaming: [RTPSession.Options]? = nil
     var sdpPaths: [String] = []
+    /// Where the viewer listens, if anywhere.
+    var http: (address: String, port: Int)? = nil
     var frames: UInt64?
     var duration: Double?
     var exitWhenFinished: Bool
@@ -49,6 +51,7 @@ func declareHostOptions(_ parser: inout OptionParser) {
     parser.option("rtp", "HOST:PORT", repeatable: true, help: "Stream RTP (VP8, RFC 7741) here, RTCP to PORT+1; share N uses PORT+2N.")
     parser.option("sdp", "FILE", repeatable: true, help: "Write the SDP that receivers open (one per --app-group, for the first --rtp).")
     parser.option("packet-size", "BYTES", default: "1200", help: "Largest RTP packet.")
+    parser.option("http", "[ADDRESS:]PORT", help: "Serve the live viewer, /stream.ivf, /metrics, /stats.json, /snapshot.jpg (loopback unless an address is given).")
 }
 
 func hostSettings(_ parser: OptionParser) throws -> HostSettings {
@@ -108,6 +111,10 @@ func hostSettings(_ parser: OptionParser) throws -> HostSettings {
         statsPath: parser.string("stats-json"), quiet: parser.flag("quiet"))
     settings.streaming = streaming
     settings.sdpPaths = sdpPaths
+    if let text = parser.string("http") {
+        guard encoding != nil else { throw UsageError("--http needs encoding: drop --no-encode") }
+        settings.http = try parseListenAddress(text)
+    }
     return settings
 }
 
@@ -135,14 +142,23 @@ func runHost(_ s: HostSettings, extraStop: @escaping () -> Bool = { false }) thr
             log("\(group): RTP to " + session.options.destinations.map(\.description).joined(separator: ", ") + ", SSRC \(session.ssrc), RTCP on port \(session.rtcpPort)")
         }
     }
+    let broadcasts = s.http == nil ? nil : receivers.map { _ in FrameBroadcast() }
+    if let http = s.http, let broadcasts {
+        let viewer = try ViewerServer(address: http.address, port: http.port, shares: zip(receivers, broadcasts).map { receiver, broadcast in
+            ViewerServer.Share(appGroup: receiver.appGroup.name, broadcast: broadcast, stats: { receiver.snapshot })
+        })
+        viewer.start()
+        log("viewer: \(viewer.url)   (ffplay \(viewer.url)stream.ivf)")
+    }
     var threads: [Thread] = []
     let done = Atomic<Int>(0)
     for (index, receiver) in receivers.enumerated() {
         let pipeline = UncheckedBox(pipelines?[index])
         let transport = UncheckedBox(transports?[index])
+        let broadcast = broadcasts?[index]
         let thread = Thread {
             do {
-                try receiver.run(shouldStop: { stop.load(ordering: .relaxed) }, pipeline: pipeline.value, transport: transport.value)
+                try receiver.run(shouldStop: { stop.load(ordering: .relaxed) }, pipeline: pipeline.value, transport: transport.value, broadcast: broadcast)
             } catch {
                 failure.withLock { $0 = "\(error)" }
             }
@@ -182,6 +198,16 @@ func runHost(_ s: HostSettings, extraStop: @escaping () -> Bool = { false }) thr
         return 1
     }
     return 0
+}
+
+/// Parses `PORT` or `ADDRESS:PORT` for a listening socket (loopback by default).
+func parseListenAddress(_ text: String) throws -> (address: String, port: Int) {
+    let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+    let address = parts.count == 2 ? String(parts[0]) : "127.0.0.1"
+    guard parts.count <= 2, let port = Int(parts.last ?? ""), (1...65535).contains(port) else {
+        throw UsageError("invalid --http \"\(text)\": expected PORT or ADDRESS:PORT with a port in 1...65535")
+    }
+    return (address.isEmpty ? "127.0.0.1" : address, port)
 }
 
 /// Hands a value to one thread that alone uses it from then on.

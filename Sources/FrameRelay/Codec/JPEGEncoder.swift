@@ -2,11 +2,11 @@ internal import CTurboJPEG
 
 /// Encodes I420 or BGRA pictures to baseline 4:2:0 JPEG with turbojpeg: the
 /// compressed hand-off that other SDKs use between extension and app.
-final class JPEGEncoder {
+public final class JPEGEncoder {
     private let handle: tjhandle
     let quality: Int32
 
-    init(quality: Int = 90) throws(CodecError) {
+    public init(quality: Int = 90) throws(CodecError) {
         guard let handle = tjInitCompress() else { throw .library("tjInitCompress", "out of memory") }
         self.handle = handle
         self.quality = Int32(quality)
@@ -17,6 +17,13 @@ final class JPEGEncoder {
     /// The most bytes a JPEG of this size can take.
     static func maxSize(width: Int, height: Int) -> Int {
         Int(tjBufSize(Int32(width), Int32(height), Int32(TJSAMP_420.rawValue)))
+    }
+
+    /// Compresses an I420 or BGRA picture to JPEG bytes.
+    public func jpeg(of source: PixelBuffer) throws -> [UInt8] {
+        let out = try PixelBuffer(width: source.width, height: source.height, format: .jpeg)
+        try encode(source, into: out)
+        return out.withUnsafeBytes { Array($0) }
     }
 
     /// Compresses `source` (I420 or BGRA) into `destination`, a JPEG buffer of the same size.

@@ -6,6 +6,23 @@ public struct DecodedPicture {
     public let height: Int
     public let luma: UnsafeRawBufferPointer
     public let lumaStride: Int
+    let u: UnsafeRawPointer
+    let v: UnsafeRawPointer
+    let chromaStride: Int
+
+    /// Copies the picture into an I420 buffer of its size.
+    public func copyI420() throws -> PixelBuffer {
+        let out = try PixelBuffer(width: width, height: height, format: .i420)
+        let chromaWidth = (width + 1) / 2, chromaHeight = (height + 1) / 2
+        for row in 0..<height {
+            (out.plane(0) + row * out.stride(0)).copyMemory(from: luma.baseAddress! + row * lumaStride, byteCount: width)
+        }
+        for row in 0..<chromaHeight {
+            (out.plane(1) + row * out.stride(1)).copyMemory(from: u + row * chromaStride, byteCount: chromaWidth)
+            (out.plane(2) + row * out.stride(2)).copyMemory(from: v + row * chromaStride, byteCount: chromaWidth)
+        }
+        return out
+    }
 }
 
 /// Owns one libvpx VP8 decoder context.
@@ -38,7 +55,9 @@ public final class VP8Decoder {
         while let image = vpx_codec_get_frame(&context, &iterator) {
             let width = Int(image.pointee.d_w), height = Int(image.pointee.d_h), stride = Int(image.pointee.stride.0)
             let luma = UnsafeRawBufferPointer(start: image.pointee.planes.0, count: stride * (height - 1) + width)
-            body(DecodedPicture(width: width, height: height, luma: luma, lumaStride: stride))
+            body(DecodedPicture(width: width, height: height, luma: luma, lumaStride: stride,
+                                u: UnsafeRawPointer(image.pointee.planes.1!), v: UnsafeRawPointer(image.pointee.planes.2!),
+                                chromaStride: Int(image.pointee.stride.1)))
         }
         return true
     }

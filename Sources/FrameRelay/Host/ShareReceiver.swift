@@ -52,14 +52,19 @@ public final class ShareReceiver: @unchecked Sendable {
     public private(set) var producerFinished = false
 
     /// Runs until `shouldStop` returns true, handing each frame to `onFrame`.
-    public func run(shouldStop: () -> Bool, pipeline: EncodePipeline? = nil, transport: RTPSession? = nil) throws {
+    public func run(
+        shouldStop: () -> Bool, pipeline: EncodePipeline? = nil, transport: RTPSession? = nil, broadcast: FrameBroadcast? = nil
+    ) throws {
         self.pipeline = pipeline
         self.transport = transport
-        if let transport, let pipeline {
-            pipeline.onEncoded = { frame, metadata in transport.send(frame, captureTime: metadata.captureTime) }
+        if let pipeline, transport != nil || broadcast != nil {
+            pipeline.onEncoded = { frame, metadata in
+                transport?.send(frame, captureTime: metadata.captureTime)
+                broadcast?.append(frame, width: pipeline.encoder.width, height: pipeline.encoder.height)
+            }
         }
         // With a stream to serve, wake often enough to answer RTCP between frames.
-        let idleTimeout: UInt64 = transport == nil ? 100_000_000 : 10_000_000
+        let idleTimeout: UInt64 = transport == nil && broadcast == nil ? 100_000_000 : 10_000_000
         defer {
             host.detach()
             pipeline?.finish()
@@ -71,6 +76,9 @@ public final class ShareReceiver: @unchecked Sendable {
             if let transport, transport.poll(now: MonotonicClock.now()) {
                 pipeline?.requestKeyframe()
                 record("keyframe-request", "PLI or FIR from a receiver")
+            }
+            if let broadcast, broadcast.keyframeWanted.exchange(false, ordering: .relaxed) {
+                pipeline?.requestKeyframe()
             }
             switch event {
             case .frame(let frame):

@@ -1,0 +1,112 @@
+/// The viewer page: plays a share's live IVF with WebCodecs into a canvas
+/// and charts frames/s and latency from `/stats.json`. `?share=N` picks the
+/// share; `?frames=N` stops after N decoded frames (for headless checks).
+enum ViewerPage {
+    static func html(shares: [String]) -> String {
+        let options = shares.enumerated().map { "<option value=\"\($0.offset)\">\($0.element)</option>" }.joined()
+        return """
+        <!doctype html>
+        <html><head><meta charset="utf-8"><title>FrameRelay live</title>
+        <style>
+        body { font: 14px system-ui, sans-serif; margin: 16px; background: #111; color: #ddd; }
+        #video { max-width: 100%; background: #000; display: block; margin: 8px 0; }
+        .stats span { display: inline-block; min-width: 150px; margin-right: 12px; }
+        .stats b { color: #fff; }
+        #chart { background: #1a1a1a; display: block; }
+        #error { color: #f66; }
+        </style></head>
+        <body>
+        <h3>FrameRelay live <select id="share">\(options)</select></h3>
+        <div class="stats">
+          <span>decoded <b id="decoded">0</b></span>
+          <span>host fps <b id="fps">–</b></span>
+          <span>bitrate <b id="bitrate">–</b></span>
+          <span>drops <b id="drops">–</b></span>
+          <span>capture→sent p50 <b id="p50">–</b></span>
+          <span>p99 <b id="p99">–</b></span>
+        </div>
+        <canvas id="video" width="1280" height="720"></canvas>
+        <canvas id="chart" width="640" height="140"></canvas>
+        <div id="error"></div>
+        <script>
+        const params = new URLSearchParams(location.search);
+        const share = Number(params.get('share') || 0);
+        const stopAfter = Number(params.get('frames') || 0);
+        const $ = id => document.getElementById(id);
+        $('share').value = share;
+        $('share').onchange = e => { params.set('share', e.target.value); location.search = params; };
+        const canvas = $('video'), ctx = canvas.getContext('2d');
+        let decoded = 0, reader = null;
+        window.framesDecoded = 0;
+        if (!('VideoDecoder' in window)) { $('error').textContent = 'This browser has no WebCodecs VideoDecoder.'; }
+        const decoder = new VideoDecoder({
+          output: frame => {
+            if (canvas.width !== frame.displayWidth) { canvas.width = frame.displayWidth; canvas.height = frame.displayHeight; }
+            ctx.drawImage(frame, 0, 0); frame.close();
+            decoded++; window.framesDecoded = decoded; $('decoded').textContent = decoded;
+            if (stopAfter && decoded >= stopAfter && reader) { reader.cancel(); document.title = 'decoded ' + decoded; }
+          },
+          error: e => { $('error').textContent = 'decoder: ' + e.message; }
+        });
+        decoder.configure({ codec: 'vp8' });
+        async function play() {
+          const response = await fetch('/stream.ivf?share=' + share);
+          reader = response.body.getReader();
+          let buffer = new Uint8Array(0), header = false, waitingForKey = true;
+          for (;;) {
+            const { value, done } = await reader.read();
+            if (done) break;
+            const joined = new Uint8Array(buffer.length + value.length); joined.set(buffer); joined.set(value, buffer.length); buffer = joined;
+            if (!header) { if (buffer.length < 32) continue; buffer = buffer.slice(32); header = true; }
+            while (buffer.length >= 12) {
+              const view = new DataView(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+              const size = view.getUint32(0, true);
+              if (buffer.length < 12 + size) break;
+              const pts = Number(view.getBigUint64(4, true));
+              const data = buffer.slice(12, 12 + size);
+              buffer = buffer.slice(12 + size);
+              const key = (data[0] & 1) === 0;
+              if (waitingForKey && !key) continue;
+              waitingForKey = false;
+              decoder.decode(new EncodedVideoChunk({ type: key ? 'key' : 'delta', timestamp: Math.round(pts / 0.09), data }));
+            }
+          }
+        }
+        play().catch(e => { $('error').textContent = 'stream: ' + e.message; });
+        const history = [];
+        let lastBytes = null, lastTime = null;
+        async function poll() {
+          try {
+            const all = await (await fetch('/stats.json')).json();
+            const s = all[share];
+            const now = performance.now();
+            const bytes = s.encoded ? s.encoded.bytes : 0;
+            if (lastBytes !== null) $('bitrate').textContent = ((bytes - lastBytes) * 8 / (now - lastTime)).toFixed(0) + ' kbit/s';
+            lastBytes = bytes; lastTime = now;
+            $('fps').textContent = s.fps.toFixed(1);
+            $('drops').textContent = s.ring.dropped + s.earlierRings.dropped;
+            const latency = s.transport ? s.transport.captureToSent : (s.encoded ? s.encoded.captureToEncoded : s.captureToTaken);
+            $('p50').textContent = (latency.p50 / 1000).toFixed(2) + ' ms';
+            $('p99').textContent = (latency.p99 / 1000).toFixed(2) + ' ms';
+            history.push({ fps: s.fps, p99: latency.p99 / 1000 });
+            if (history.length > 120) history.shift();
+            draw();
+          } catch (e) {}
+          setTimeout(poll, 500);
+        }
+        function draw() {
+          const c = $('chart'), g = c.getContext('2d');
+          g.clearRect(0, 0, c.width, c.height);
+          const series = [['fps', '#6c6', 60], ['p99', '#fc6', Math.max(10, ...history.map(h => h.p99))]];
+          series.forEach(([key, color, max], i) => {
+            g.strokeStyle = color; g.beginPath();
+            history.forEach((h, x) => { const y = c.height - 10 - (h[key] / max) * (c.height - 20); x === 0 ? g.moveTo(x * c.width / 120, y) : g.lineTo(x * c.width / 120, y); });
+            g.stroke(); g.fillStyle = color; g.fillText(key === 'fps' ? 'fps (0–60)' : 'p99 ms (0–' + max.toFixed(0) + ')', 8, 14 + i * 14);
+          });
+        }
+        poll();
+        </script>
+        </body></html>
+        """
+    }
+}

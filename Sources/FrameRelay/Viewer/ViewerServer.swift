@@ -1,0 +1,151 @@
+@preconcurrency import Glibc
+import Foundation
+
+/// The live viewer over HTTP: a page that plays each share in the browser
+/// (live IVF decoded with WebCodecs), `/stream.ivf` (ffplay reads it),
+/// `/metrics` (Prometheus text), `/stats.json`, and `/snapshot.jpg`.
+/// `?share=N` picks a share (default 0).
+public final class ViewerServer: Sendable {
+    public struct Share: Sendable {
+        public let appGroup: String
+        public let broadcast: FrameBroadcast
+        public let stats: @Sendable () -> ShareStats
+        public init(appGroup: String, broadcast: FrameBroadcast, stats: @escaping @Sendable () -> ShareStats) {
+            self.appGroup = appGroup
+            self.broadcast = broadcast
+            self.stats = stats
+        }
+    }
+
+    public let shares: [Share]
+    private let server: HTTPServer
+
+    /// Binds the viewer; throws a ``UsageError`` when the address is taken.
+    public init(address: String, port: Int, shares: [Share]) throws {
+        self.shares = shares
+        let box = SharesBox(shares: shares)
+        server = try HTTPServer(address: address, port: port) { request, connection in
+            ViewerServer.route(request, connection, box.shares)
+        }
+    }
+
+    public func start() { server.start() }
+
+    public var url: String { "http://\(server.address):\(server.port)/" }
+
+    private struct SharesBox: Sendable { let shares: [Share] }
+
+    private static func route(_ request: HTTPServer.Request, _ connection: HTTPServer.Connection, _ shares: [Share]) {
+        let index = Int(request.query["share"] ?? "0") ?? -1
+        guard shares.indices.contains(index) else {
+            connection.respond(status: "404 Not Found", contentType: "text/plain", body: Array("no share \(request.query["share"] ?? "")\n".utf8))
+            return
+        }
+        let share = shares[index]
+        switch request.path {
+        case "/", "/index.html":
+            connection.respond(contentType: "text/html; charset=utf-8", body: Array(ViewerPage.html(shares: shares.map(\.appGroup)).utf8))
+        case "/stream.ivf":
+            streamIVF(share, connection)
+        case "/stats.json":
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            let body = (try? encoder.encode(shares.map { $0.stats() })) ?? Data()
+            connection.respond(contentType: "application/json", body: Array(body))
+        case "/metrics":
+            connection.respond(contentType: "text/plain; version=0.0.4", body: Array(PrometheusText.render(shares.map { $0.stats() }).utf8))
+        case "/snapshot.jpg":
+            if let jpeg = snapshot(share) {
+                connection.respond(contentType: "image/jpeg", body: jpeg)
+            } else {
+                connection.respond(status: "503 Service Unavailable", contentType: "text/plain", body: Array("no picture yet\n".utf8))
+            }
+        default:
+            connection.respond(status: "404 Not Found", contentType: "text/plain", body: Array("not found\n".utf8))
+        }
+    }
+
+    /// A live IVF: the file header, then every frame from a fresh keyframe on.
+    private static func streamIVF(_ share: Share, _ connection: HTTPServer.Connection) {
+        share.broadcast.keyframeWanted.store(true, ordering: .relaxed)
+        guard let first = waitForKeyframe(share.broadcast, after: share.broadcast.count) else {
+            connection.respond(status: "503 Service Unavailable", contentType: "text/plain", body: Array("no stream yet\n".utf8))
+            return
+        }
+        var frame = [UInt8]()
+        guard connection.startStream(contentType: "video/x-ivf") else { return }
+        var next = first
+        var headerSent = false
+        while true {
+            let got: FrameBroadcast.Frame?
+            do {
+                got = try share.broadcast.read(next, into: &frame)
+            } catch {
+                // Fell behind: start again from a new keyframe.
+                share.broadcast.keyframeWanted.store(true, ordering: .relaxed)
+                guard let resync = waitForKeyframe(share.broadcast, after: share.broadcast.count) else { return }
+                next = resync
+                continue
+            }
+            guard let got else {
+                usleep(2_000)
+                continue
+            }
+            if !headerSent {
+                headerSent = true
+                guard connection.write(ivfFileHeader(width: got.width, height: got.height)) else { return }
+            }
+            var header = [UInt8](repeating: 0, count: 12)
+            withUnsafeBytes(of: UInt32(got.size).littleEndian) { for i in 0..<4 { header[i] = $0[i] } }
+            withUnsafeBytes(of: UInt64(bitPattern: got.pts).littleEndian) { for i in 0..<8 { header[4 + i] = $0[i] } }
+            let sent = connection.write(header) && frame.withUnsafeBytes { connection.write(UnsafeRawBufferPointer(rebasing: $0[..<got.size])) }
+            guard sent else { return }
+            next += 1
+        }
+    }
+
+    /// A keyframe published at or after `sequence` (waits up to 5 s), else
+    /// the newest one still held, else nil.
+    private static func waitForKeyframe(_ broadcast: FrameBroadcast, after sequence: UInt64) -> UInt64? {
+        let deadline = MonotonicClock.now() + 5_000_000_000
+        while MonotonicClock.now() < deadline {
+            if let key = broadcast.startSequence, key >= sequence { return key }
+            usleep(5_000)
+        }
+        return broadcast.startSequence
+    }
+
+    static func ivfFileHeader(width: Int, height: Int) -> [UInt8] {
+        var header = [UInt8](repeating: 0, count: 32)
+        header.replaceSubrange(0..<4, with: Array("DKIF".utf8))
+        header[6] = 32
+        header.replaceSubrange(8..<12, with: Array("VP80".utf8))
+        header[12] = UInt8(width & 0xFF); header[13] = UInt8(width >> 8)
+        header[14] = UInt8(height & 0xFF); header[15] = UInt8(height >> 8)
+        withUnsafeBytes(of: UInt32(90_000).littleEndian) { for i in 0..<4 { header[16 + i] = $0[i] } }
+        header[20] = 1
+        return header
+    }
+
+    /// Decodes from the newest keyframe to the newest frame and encodes the
+    /// picture as JPEG (turbojpeg). Nothing of this runs on the frame path.
+    private static func snapshot(_ share: Share) -> [UInt8]? {
+        share.broadcast.keyframeWanted.store(true, ordering: .relaxed)
+        let deadline = MonotonicClock.now() + 2_000_000_000
+        while share.broadcast.startSequence == nil, MonotonicClock.now() < deadline { usleep(10_000) }
+        guard let start = share.broadcast.startSequence, let decoder = try? VP8Decoder() else { return nil }
+        let end = share.broadcast.count
+        var frame = [UInt8]()
+        var picture: PixelBuffer?
+        var sequence = start
+        while sequence < end {
+            guard let got = try? share.broadcast.read(sequence, into: &frame) else { return nil }
+            frame.withUnsafeBytes { bytes in
+                _ = decoder.decode(UnsafeRawBufferPointer(rebasing: bytes[..<got.size])) { picture = try? $0.copyI420() }
+            }
+            sequence += 1
+        }
+        guard let picture else { return nil }
+        return try? JPEGEncoder(quality: 85).jpeg(of: picture)
+    }
+}

@@ -136,13 +136,16 @@ final class RelayPath {
     let host: RingHost
     let pipeline: EncodePipeline
 
-    init(capacity: Int, settings: VP8Settings) throws {
+    init(capacity: Int, settings: VP8Settings, transport: RTPSession? = nil) throws {
         let group = try AppGroup("group.bench.framerelay.encode")  // fixed: a crashed run's segment is reclaimed by the next
         producer = try RingProducer(appGroup: group, slotCapacity: capacity)
         host = RingHost(appGroup: group)
         var options = EncodePipeline.Options()
         options.settings = settings
         pipeline = try EncodePipeline(options: options)
+        if let transport {
+            pipeline.onEncoded = { frame, metadata in transport.send(frame, captureTime: metadata.captureTime) }
+        }
     }
 
     deinit {
@@ -211,6 +214,43 @@ func encodeBenchmarks(quick: Bool, clip: String?) throws -> [BenchmarkResult] {
                 extra: String(format: "relay capture→encoded minus plain encode, same frame; convert p50 %.0f µs, ring write p50 %.0f µs",
                               relay.pipeline.summary.convert.p50, writes.percentile(50))))
         }
+    }
+    return results
+}
+
+/// Capture → last RTP packet sent at 30 frames/s in real time, beside the
+/// plain libvpx encode time of the same frames.
+func streamingBenchmarks(quick: Bool, clip: String?) throws -> [BenchmarkResult] {
+    var results: [BenchmarkResult] = []
+    let count = quick ? 30 : 150
+    let source = clip == nil ? "synthetic" : "clip"
+    let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+    for (width, height) in [(1280, 720), (1920, 1080)] {
+        let set = try loadFrames(source: source, width: width, height: height, count: count, clip: clip)
+        let settings = VP8Settings()
+        let plain = PlainLibvpx(width: width, height: height, settings: settings,
+                                threads: VP8Settings.threadCount(width: width, height: height, cores: cores, concurrentEncoders: 1))
+        var rtp = RTPSession.Options()
+        rtp.destinations = [try Destination("127.0.0.1:\(40_000 + 2 * Int(getpid() % 5000))")]
+        let transport = try RTPSession(options: rtp)
+        let relay = try RelayPath(capacity: set.i420.map(\.capacity).max()!, settings: settings, transport: transport)
+        var plainTimes = Samples()
+        let start = MonotonicClock.now()
+        for n in set.i420.indices {
+            let due = start + UInt64(n) * 33_333_333
+            MonotonicClock.sleep(until: due)
+            let p = plain.encode(set.i420[n], captureTime: due)
+            _ = try relay.relay(set.i420[n], number: n, captureTime: MonotonicClock.now())
+            _ = transport.poll(now: MonotonicClock.now())
+            if n >= 5 { plainTimes.add(Double(p) / 1000) }
+        }
+        let sent = transport.summary.captureToSent
+        let name = "stream.\(source).\(width)x\(height)p30"
+        results.append(BenchmarkResult(name: name + ".capture_to_sent.p50", unit: "us", value: sent.p50,
+            extra: String(format: "plain libvpx encode p50 %.0f µs: +%.0f µs", plainTimes.percentile(50), sent.p50 - plainTimes.percentile(50))))
+        results.append(BenchmarkResult(name: name + ".capture_to_sent.p99", unit: "us", value: sent.p99,
+            extra: String(format: "plain libvpx encode p99 %.0f µs", plainTimes.percentile(99))))
+        results.append(BenchmarkResult(name: name + ".sent_minus_plain_encode.p50", unit: "us", value: sent.p50 - plainTimes.percentile(50)))
     }
     return results
 }

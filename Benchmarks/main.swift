@@ -27,6 +27,7 @@ func main() throws -> Int32 {
     try runner.run("ring.handoff") { try handoffBetweenProcesses(quick: runner.quick) }
     try runner.run("producer.peak_rss") { try producerPeakRSS(quick: runner.quick) }
     try runner.run("encode") { try encodeBenchmarks(quick: runner.quick, clip: parser.string("clip")) }
+    try runner.run("stream") { try streamingBenchmarks(quick: runner.quick, clip: parser.string("clip")) }
 
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

@@ -31,6 +31,22 @@ import Testing
         #expect(Double(Set(numbers).count) >= 0.95 * Double(sent.frames), "ffmpeg decoded \(Set(numbers).count) of \(sent.frames)")
         #expect(numbers == numbers.sorted(), "stamps out of order")
         #expect(!ffmpeg.stderr.lowercased().contains("error while decoding"), "\(ffmpeg.stderr)")
+        // 4 s of stream with the default 3 s interval: a periodic keyframe for receivers that never ask.
+        #expect(sent.keyframes >= 2)
+    }
+
+    @Test func everyDestinationGetsTheStream() throws {
+        let group = uniqueGroup("dests")
+        let (a, b) = (freePortPair(), freePortPair())
+        let first = TestRTPPeer(port: a), second = TestRTPPeer(port: b)
+        let h = host([group], ["--rtp", "127.0.0.1:\(a)", "--rtp", "127.0.0.1:\(b)", "--exit-when-finished", "--quiet"])
+        let p = producer(group, ["--size", "320x240", "--fps", "30", "--frames", "45", "--quiet"])
+        first.pump(2.5)
+        second.pump(0.2)
+        #expect(p.wait() == 0)
+        #expect(h.wait() == 0)
+        #expect(first.frames.count >= 40 && second.frames.count == first.frames.count)
+        #expect(first.reports.count >= 1 && second.reports.count >= 1, "both get Sender Reports")
     }
 
     @Test func gstreamerDecodesOurRTP() throws {

@@ -29,6 +29,8 @@ final class TestRTPPeer {
 
     static func bind(_ port: Int) -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        var size: Int32 = 8 << 20
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, 4)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = UInt16(port).bigEndian

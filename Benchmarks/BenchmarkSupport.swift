@@ -2,15 +2,6 @@
 import Foundation
 import FrameRelay
 
-/// One benchmark figure, in the shape benchmark-tracking CI actions read.
-struct BenchmarkResult: Codable {
-    var name: String
-    var unit: String
-    var value: Double
-    /// Extra context shown in the table (not compared).
-    var extra: String?
-}
-
 /// Runs named cases and collects their results.
 final class BenchmarkRunner {
     let quick: Bool
@@ -41,24 +32,6 @@ final class BenchmarkRunner {
 
 extension String {
     func leftPad(_ length: Int) -> String { count >= length ? self : String(repeating: " ", count: length - count) + self }
-}
-
-/// Whether a bigger value is better for this case (throughputs); every other figure is a cost.
-func higherIsBetter(_ name: String) -> Bool { name.contains("throughput") }
-
-/// Compares results against a baseline: every case present in both whose
-/// value got worse by more than `thresholdPercent` regressed.
-func regressions(_ results: [BenchmarkResult], baseline: [BenchmarkResult], thresholdPercent: Double) -> [String] {
-    var found: [String] = []
-    for result in results {
-        guard let base = baseline.first(where: { $0.name == result.name }), base.value > 0 else { continue }
-        let growth = (result.value - base.value) / base.value * 100
-        let change = higherIsBetter(result.name) ? -growth : growth
-        if change > thresholdPercent {
-            found.append(String(format: "%@: %.3f %@ vs baseline %.3f (%.1f%% worse, threshold %.1f%%)", result.name, result.value, result.unit, base.value, change, thresholdPercent))
-        }
-    }
-    return found
 }
 
 /// The directory holding this executable and its sibling programs.

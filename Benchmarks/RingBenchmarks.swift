@@ -47,7 +47,7 @@ func handoffBetweenProcesses(quick: Bool) throws -> [BenchmarkResult] {
     try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: dir) }
     let hostStats = dir.appendingPathComponent("host.json").path
-    let host = try launch("frame-relay", ["--app-group", group, "--exit-when-finished", "--stats-json", hostStats, "--quiet"])
+    let host = try launch("frame-relay", ["--app-group", group, "--exit-when-finished", "--report", hostStats, "--quiet"])
     let producer = try launch("broadcast-sim", ["--app-group", group, "--size", "320x240", "--fps", "200", "--duration", quick ? "2" : "8", "--quiet"])
     producer.waitUntilExit()
     host.waitUntilExit()
@@ -67,7 +67,7 @@ func producerPeakRSS(quick: Bool) throws -> [BenchmarkResult] {
     defer { try? FileManager.default.removeItem(at: dir) }
     let simStats = dir.appendingPathComponent("sim.json").path
     let host = try launch("frame-relay", ["--app-group", group, "--exit-when-finished", "--quiet"])
-    let producer = try launch("broadcast-sim", ["--app-group", group, "--size", "2732x2048", "--format", "nv12", "--fps", "60", "--duration", quick ? "2" : "5", "--stats-json", simStats, "--quiet"])
+    let producer = try launch("broadcast-sim", ["--app-group", group, "--size", "2732x2048", "--format", "nv12", "--fps", "60", "--duration", quick ? "2" : "5", "--report", simStats, "--quiet"])
     producer.waitUntilExit()
     host.waitUntilExit()
     let stats = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: simStats))) as! [String: Any]

@@ -52,7 +52,7 @@ func parseSettings() throws -> Settings {
     parser.option("pause", "AT:FOR", repeatable: true, help: "Pause at AT seconds for FOR seconds. SIGUSR1 toggles pause live.")
     parser.option("switch", "FRAME:WxH[:FMT[:O]]", repeatable: true, help: "From FRAME on, send this size (and format, orientation).")
     parser.flag("checksum", help: "Store a payload checksum with each frame (the host can verify it).")
-    parser.option("stats-json", "PATH", help: "Write counters as JSON here at exit.")
+    parser.option("report", "PATH", help: "Write counters as JSON here at exit.")
     parser.flag("quiet", help: "No log lines.")
     try parser.parse(Array(CommandLine.arguments.dropFirst()))
 
@@ -107,7 +107,7 @@ func parseSettings() throws -> Settings {
         frames: try parser.int("frames", in: 1...Int.max).map(UInt64.init),
         duration: try parser.double("duration", in: 0.001...1e9),
         pauses: pauses, switches: switches.sorted { $0.frame < $1.frame },
-        checksum: parser.flag("checksum"), statsPath: parser.string("stats-json"), quiet: parser.flag("quiet"))
+        checksum: parser.flag("checksum"), statsPath: parser.string("report"), quiet: parser.flag("quiet"))
 }
 
 /// The sample handler of this extension: its App Group comes from the command line.
@@ -135,7 +135,7 @@ func makeSource(_ s: Settings, width: Int, height: Int, format: PixelFormat, ori
     }
 }
 
-/// Counters written by --stats-json.
+/// Counters written by --report.
 struct ProducerStats: Codable {
     var frames: UInt64
     var written: UInt64

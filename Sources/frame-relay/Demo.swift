@@ -12,7 +12,7 @@ func runDemo(_ arguments: [String]) throws -> Int32 {
     parser.option("format", "FMT", default: "nv12", help: "Pixel format the producer sends.")
     parser.option("app-group", "NAME", default: "group.com.example.app.ScreenSharingExtension", help: "App Group both sides use.")
     parser.option("duration", "SECONDS", help: "Stop after this many seconds (default: until Ctrl-C).")
-    parser.option("stats-json", "PATH", help: "Write the host's statistics as JSON here at exit.")
+    parser.option("report", "PATH", help: "Write the host's statistics as JSON here at exit.")
     parser.option("http", "[ADDRESS:]PORT", default: "8080", help: "Where the live viewer listens (loopback unless an address is given).")
     parser.option("rtp", "HOST:PORT", help: "Also stream RTP here (RTCP to PORT+1), with an SDP in demo.sdp.")
     try parser.parse(arguments)
@@ -36,7 +36,7 @@ func runDemo(_ arguments: [String]) throws -> Int32 {
     // Bind the viewer before starting anything, so a taken port fails at once.
     var settings = HostSettings(
         groups: [group], options: ShareReceiver.Options(), encoding: [EncodePipeline.Options()], frames: nil, duration: duration,
-        exitWhenFinished: false, statsPath: parser.string("stats-json"), quiet: false)
+        exitWhenFinished: false, statsPath: parser.string("report"), quiet: false)
     settings.http = http
     if let rtp {
         var options = RTPSession.Options()

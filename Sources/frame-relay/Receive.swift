@@ -10,7 +10,9 @@ func runReceive(_ arguments: [String]) throws -> Int32 {
     parser.option("address", "IP", default: "127.0.0.1", help: "Local IPv4 address to bind.")
     parser.option("duration", "SECONDS", default: "10", help: "Receive for this long.")
     parser.option("frames", "N", help: "Stop after N decoded frames.")
-    parser.option("stats-json", "PATH", help: "Write the receiver's counters as JSON here.")
+    parser.option("report", "PATH", help: "Write the receiver's counters as JSON here.")
+    parser.option("captures", "PATH", help: "JSON lines with each frame's capture time (a host --trace): adds glass-to-glass latency and loss.")
+    parser.option("arrivals", "PATH", help: "Write one line per decoded frame: frame number and decode time (CLOCK_MONOTONIC ns).")
     parser.flag("quiet", help: "No summary line.")
     try parser.parse(arguments)
     let port = try parser.int("port", in: 1...65534)!
@@ -22,20 +24,36 @@ func runReceive(_ arguments: [String]) throws -> Int32 {
     } catch let error as SystemError where error.code == EADDRINUSE {
         throw UsageError("port \(port) (or \(port + 1) for RTCP) is already in use")
     }
+    var arrivals: [(frame: UInt64, time: UInt64)] = []
+    arrivals.reserveCapacity(1 << 16)
+    receiver.onPicture = { number, _ in
+        if let number { arrivals.append((number, MonotonicClock.now())) }
+    }
     let deadline = MonotonicClock.now() + UInt64(duration * 1e9)
     receiver.run(until: deadline) {
         stopSignals.load(ordering: .relaxed) > 0 || (limit.map { receiver.stats.framesDecoded >= $0 } ?? false)
     }
     let stats = receiver.stats
+    var report = ReceiveReport(stats: stats)
+    if let path = parser.string("captures") {
+        report.match(arrivals: arrivals, captures: try ReceiveReport.captureTimes(jsonLines: path))
+        if let g2g = report.glassToGlass, !parser.flag("quiet") {
+            log("glass-to-glass p50 \(fixed(g2g.p50 / 1000, 2)) ms p99 \(fixed(g2g.p99 / 1000, 2)) ms over \(report.matched) frames, \(report.missing) missing")
+        }
+    }
+    if let path = parser.string("arrivals") {
+        let lines = arrivals.map { "{\"frame\":\($0.frame),\"decoded\":\($0.time)}\n" }.joined()
+        guard FileManager.default.createFile(atPath: path, contents: Data(lines.utf8)) else { throw UsageError("cannot write \(path)") }
+    }
     if !parser.flag("quiet") {
         log("received \(stats.packets) packets, \(stats.framesDecoded) frames decoded (\(stats.width)x\(stats.height)), \(stats.framesLost) lost, "
             + "\(stats.keyframes) keyframes, \(stats.nacksSent) NACKs and \(stats.plisSent) PLIs sent, \(stats.decodeErrors) decode errors, "
             + "stamps \(stats.firstStamp.map(String.init) ?? "-")…\(stats.lastStamp.map(String.init) ?? "-") (\(stats.stampsOutOfOrder) out of order)")
     }
-    if let path = parser.string("stats-json") {
+    if let path = parser.string("report") {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        try encoder.encode(stats).write(to: URL(fileURLWithPath: path))
+        try encoder.encode(report).write(to: URL(fileURLWithPath: path))
     }
     return 0
 }

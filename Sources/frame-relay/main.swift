@@ -20,6 +20,7 @@ struct HostSettings {
     /// One stream's options per group; nil when not streaming.
     var streaming: [RTPSession.Options]? = nil
     var sdpPaths: [String] = []
+    var tracePath: String? = nil
     /// Where the viewer listens, if anywhere.
     var http: (address: String, port: Int)? = nil
     var frames: UInt64?
@@ -38,7 +39,8 @@ func declareHostOptions(_ parser: inout OptionParser) {
     parser.option("frames", "N", help: "Exit after N frames taken on every share.")
     parser.option("duration", "SECONDS", help: "Exit after this many seconds.")
     parser.flag("exit-when-finished", help: "Exit once every producer has finished its broadcast.")
-    parser.option("stats-json", "PATH", help: "Write per-share statistics as JSON here at exit.")
+    parser.option("report", "PATH", help: "Write a JSON summary at exit: per share, counters and percentiles of every stage.")
+    parser.option("trace", "PATH", help: "Write one JSON line per frame with its time at every stage (CLOCK_MONOTONIC ns).")
     parser.flag("quiet", help: "No status line or log lines.")
     parser.flag("no-encode", help: "Only take frames (ring statistics), do not encode.")
     parser.option("bitrate", "KBPS", default: "2500", help: "VP8 target bitrate (CBR), kilobits per second.")
@@ -108,9 +110,10 @@ func hostSettings(_ parser: OptionParser) throws -> HostSettings {
     var settings = HostSettings(
         groups: groups, options: options, encoding: encoding, frames: try parser.int("frames", in: 1...Int.max).map(UInt64.init),
         duration: try parser.double("duration", in: 0.001...1e9), exitWhenFinished: parser.flag("exit-when-finished"),
-        statsPath: parser.string("stats-json"), quiet: parser.flag("quiet"))
+        statsPath: parser.string("report"), quiet: parser.flag("quiet"))
     settings.streaming = streaming
     settings.sdpPaths = sdpPaths
+    settings.tracePath = parser.string("trace")
     if let text = parser.string("http") {
         guard encoding != nil else { throw UsageError("--http needs encoding: drop --no-encode") }
         settings.http = try parseListenAddress(text)
@@ -119,12 +122,30 @@ func hostSettings(_ parser: OptionParser) throws -> HostSettings {
 }
 
 /// Runs the host until a stop condition; returns the exit status.
-func runHost(_ s: HostSettings, extraStop: @escaping () -> Bool = { false }) throws -> Int32 {
+func runHost(_ s: HostSettings, extraStop: @escaping () -> Bool = { false }, onTick: ([ShareStats]) -> Void = { _ in }) throws -> Int32 {
     let stop = Atomic<Bool>(false)
     let failure = Mutex<String?>(nil)
     let quiet = s.quiet
     let receivers = s.groups.map { group in
-        ShareReceiver(appGroup: group, options: s.options, log: { message in if !quiet { log(message) } })
+        ShareReceiver(appGroup: group, options: s.options, trace: s.tracePath != nil, log: { message in if !quiet { log(message) } })
+    }
+    let traceFile = try s.tracePath.map { path in
+        guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
+            throw UsageError("cannot write trace file \(path)")
+        }
+        return handle
+    }
+    /// Appends every pending per-frame record as a JSON line (off the frame path).
+    func drainTraces() {
+        guard let traceFile else { return }
+        var text = ""
+        for receiver in receivers {
+            receiver.trace?.drain { t in
+                text += "{\"share\":\"\(receiver.appGroup)\",\"frame\":\(t.frame),\"captured\":\(t.captured),\"published\":\(t.published),"
+                    + "\"taken\":\(t.taken),\"converted\":\(t.converted),\"encoded\":\(t.encoded),\"sent\":\(t.sent)}\n"
+            }
+        }
+        if !text.isEmpty { traceFile.write(Data(text.utf8)) }
     }
     // Pipelines first: bad settings and unwritable recordings fail before any frame.
     let pipelines = try s.encoding.map { try $0.map { try EncodePipeline(options: $0) } }
@@ -175,6 +196,8 @@ func runHost(_ s: HostSettings, extraStop: @escaping () -> Bool = { false }) thr
         MonotonicClock.sleep(nanoseconds: 100_000_000)
         let snapshots = receivers.map(\.snapshot)
         status.update(snapshots)
+        drainTraces()
+        onTick(snapshots)
         if failure.withLock({ $0 }) != nil { break }
         if stopSignals.load(ordering: .relaxed) > 0 || extraStop() { break }
         if let duration = s.duration, Double(MonotonicClock.now() &- start) / 1e9 >= duration { break }
@@ -184,6 +207,8 @@ func runHost(_ s: HostSettings, extraStop: @escaping () -> Bool = { false }) thr
     stop.store(true, ordering: .relaxed)
     while done.load(ordering: .acquiring) < receivers.count { MonotonicClock.sleep(nanoseconds: 5_000_000) }
     status.clear()
+    drainTraces()
+    try? traceFile?.close()
     let finals = receivers.map(\.snapshot)
     if !quiet {
         for share in finals { log("summary: " + StatusLine.format(share)) }
@@ -231,8 +256,10 @@ func runCommand() throws -> Int32 {
         return try runDemo(arguments)
     case "receive":
         return try runReceive(arguments)
+    case "load-test":
+        return try runLoadTest(arguments)
     default:
-        throw UsageError("unknown subcommand \"\(subcommand)\": run, demo, receive (see --help)")
+        throw UsageError("unknown subcommand \"\(subcommand)\": run, demo, receive, load-test (see --help)")
     }
 }
 

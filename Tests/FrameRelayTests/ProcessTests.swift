@@ -11,8 +11,8 @@ import Testing
         let hostStats = dir.appendingPathComponent("host.json").path
         let simStats = dir.appendingPathComponent("sim.json").path
         // Host first: it waits for the producer. It takes one frame in ten (≈24 of 240 a second).
-        let h = host([group], ["--work-ms", "41", "--exit-when-finished", "--stats-json", hostStats, "--quiet"])
-        let p = producer(group, ["--fps", "240", "--frames", "720", "--size", "160x120", "--stats-json", simStats, "--quiet"])
+        let h = host([group], ["--work-ms", "41", "--exit-when-finished", "--report", hostStats, "--quiet"])
+        let p = producer(group, ["--fps", "240", "--frames", "720", "--size", "160x120", "--report", simStats, "--quiet"])
         #expect(p.wait() == 0)
         #expect(h.wait() == 0)
         let sim = try #require(try readJSON(simStats) as? [String: Any])
@@ -33,7 +33,7 @@ import Testing
         let group = uniqueGroup("torn")
         let dir = Paths.temporaryDirectory()
         let hostStats = dir.appendingPathComponent("host.json").path
-        let h = host([group], ["--verify", "--exit-when-finished", "--stats-json", hostStats, "--quiet"])
+        let h = host([group], ["--verify", "--exit-when-finished", "--report", hostStats, "--quiet"])
         for format in ["i420", "bgra"] {
             let p = producer(group, ["--fps", "1000", "--frames", "3000", "--size", "96x64", "--format", format, "--checksum", "--quiet"])
             #expect(p.wait() == 0)
@@ -62,7 +62,7 @@ import Testing
         let group = uniqueGroup("kill")
         let dir = Paths.temporaryDirectory()
         let hostStats = dir.appendingPathComponent("host.json").path
-        let h = host([group], ["--exit-when-finished", "--stats-json", hostStats])
+        let h = host([group], ["--exit-when-finished", "--report", hostStats])
         let first = producer(group, ["--fps", "60", "--duration", "60", "--size", "128x96"])
         #expect(h.waitForLog("first-frame"))
         first.signal(SIGKILL)
@@ -145,7 +145,7 @@ import Testing
         let group = uniqueGroup("life")
         let dir = Paths.temporaryDirectory()
         let hostStats = dir.appendingPathComponent("host.json").path
-        let h = host([group], ["--exit-when-finished", "--stats-json", hostStats, "--quiet"])
+        let h = host([group], ["--exit-when-finished", "--report", hostStats, "--quiet"])
         let p = producer(group, [
             "--fps", "50", "--frames", "150", "--size", "320x240", "--format", "nv12", "--pause", "0.5:0.5",
             "--switch", "50:200x100:bgra:right", "--switch", "100:33x17:i420:down",
@@ -182,7 +182,7 @@ import Testing
         let dir = Paths.temporaryDirectory()
         let simStats = dir.appendingPathComponent("sim.json").path
         let h = host([group], ["--max-fps", "10", "--stop-after", "15", "--exit-when-finished", "--quiet"])
-        let p = producer(group, ["--fps", "100", "--duration", "60", "--size", "64x64", "--stats-json", simStats])
+        let p = producer(group, ["--fps", "100", "--duration", "60", "--size", "64x64", "--report", simStats])
         #expect(p.wait(timeout: 30) == 0)
         #expect(h.wait() == 0)
         let sim = try #require(try readJSON(simStats) as? [String: Any])
@@ -195,7 +195,7 @@ import Testing
         let groups = [uniqueGroup("multi"), uniqueGroup("multi"), uniqueGroup("multi")]
         let dir = Paths.temporaryDirectory()
         let hostStats = dir.appendingPathComponent("host.json").path
-        let h = host(groups, ["--exit-when-finished", "--stats-json", hostStats, "--quiet"])
+        let h = host(groups, ["--exit-when-finished", "--report", hostStats, "--quiet"])
         let producers = groups.map { producer($0, ["--fps", "30", "--frames", "40", "--size", "64x64", "--quiet"]) }
         for p in producers { #expect(p.wait() == 0) }
         #expect(h.wait() == 0)

@@ -35,7 +35,7 @@ import Testing
         let group = uniqueGroup("clip")
         let dir = Paths.temporaryDirectory()
         let hostStats = dir.appendingPathComponent("host.json").path
-        let h = host([group], ["--exit-when-finished", "--verify", "--stats-json", hostStats, "--quiet"])
+        let h = host([group], ["--exit-when-finished", "--verify", "--report", hostStats, "--quiet"])
         let p = producer(group, ["--source", "file", "--file", Paths.clip, "--frames", "30", "--fps", "30", "--format", "bgra", "--checksum", "--quiet"])
         #expect(p.wait() == 0)
         #expect(h.wait() == 0)
@@ -67,7 +67,7 @@ import Testing
         let group = uniqueGroup("x11")
         let dir = Paths.temporaryDirectory()
         let hostStats = dir.appendingPathComponent("host.json").path
-        let h = host([group], ["--exit-when-finished", "--stats-json", hostStats, "--quiet"])
+        let h = host([group], ["--exit-when-finished", "--report", hostStats, "--quiet"])
         let p = producer(group, ["--source", "x11", "--display", display, "--frames", "10", "--fps", "20", "--format", "i420", "--quiet"])
         #expect(p.wait() == 0)
         #expect(h.wait() == 0)

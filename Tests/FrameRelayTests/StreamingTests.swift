@@ -13,7 +13,7 @@ import Testing
         let sdp = dir.appendingPathComponent("stream.sdp").path
         let raw = dir.appendingPathComponent("ffmpeg.gray").path
         let hostStats = dir.appendingPathComponent("host.json").path
-        let h = host([group], ["--rtp", "127.0.0.1:\(port)", "--sdp", sdp, "--exit-when-finished", "--stats-json", hostStats, "--quiet"])
+        let h = host([group], ["--rtp", "127.0.0.1:\(port)", "--sdp", sdp, "--exit-when-finished", "--report", hostStats, "--quiet"])
         for _ in 0..<100 where !FileManager.default.fileExists(atPath: sdp) { usleep(20_000) }
         let ffmpeg = Spawned("/usr/bin/ffmpeg", ["-v", "error", "-protocol_whitelist", "file,udp,rtp", "-i", sdp,
                                                  "-f", "rawvideo", "-pix_fmt", "gray", "-y", raw])
@@ -62,7 +62,7 @@ import Testing
             "!", "video/x-raw,format=GRAY8", "!", "filesink", "location=\(raw)",
         ])
         usleep(800_000)
-        let h = host([group], ["--rtp", "127.0.0.1:\(port)", "--exit-when-finished", "--stats-json", hostStats, "--quiet"])
+        let h = host([group], ["--rtp", "127.0.0.1:\(port)", "--exit-when-finished", "--report", hostStats, "--quiet"])
         let p = producer(group, ["--size", "640x360", "--fps", "30", "--frames", "120", "--quiet"])
         #expect(p.wait() == 0)
         #expect(h.wait() == 0)
@@ -83,7 +83,7 @@ import Testing
         let peer = TestRTPPeer(port: port)
         let dir = Paths.temporaryDirectory()
         let hostStats = dir.appendingPathComponent("host.json").path
-        let h = host([group], ["--rtp", "127.0.0.1:\(port)", "--keyframe-interval", "0", "--exit-when-finished", "--stats-json", hostStats, "--quiet"])
+        let h = host([group], ["--rtp", "127.0.0.1:\(port)", "--keyframe-interval", "0", "--exit-when-finished", "--report", hostStats, "--quiet"])
         let p = producer(group, ["--size", "320x240", "--fps", "30", "--duration", "6", "--quiet"])
         peer.pump(1.5)
         // Sender Reports: our SSRC, wall-clock NTP time, an RTP time near the packets'.
@@ -125,9 +125,9 @@ import Testing
             set -e
             ip link set lo up
             nft "add table inet t; add chain inet t in { type filter hook input priority 0; policy accept; }; add rule inet t in udp dport \(port) numgen random mod 100 < 5 drop"
-            '\(Paths.executable("frame-relay"))' --app-group \(group.name) --exit-when-finished --rtp 127.0.0.1:\(port) --keyframe-interval 0 --stats-json '\(hostStats)' --quiet &
+            '\(Paths.executable("frame-relay"))' --app-group \(group.name) --exit-when-finished --rtp 127.0.0.1:\(port) --keyframe-interval 0 --report '\(hostStats)' --quiet &
             sleep 0.3
-            '\(Paths.executable("frame-relay"))' receive --port \(port) --duration 7 --stats-json '\(receiverStats)' --quiet &
+            '\(Paths.executable("frame-relay"))' receive --port \(port) --duration 7 --report '\(receiverStats)' --quiet &
             sleep 0.3
             '\(Paths.executable("broadcast-sim"))' --app-group \(group.name) --frames 150 --fps 30 --size 640x360 --quiet
             wait
@@ -135,7 +135,7 @@ import Testing
         let result = run("/usr/bin/unshare", ["-rn", "sh", "-c", script], timeout: 60)
         #expect(result.status == 0, "\(result.stderr)")
         let transport = try #require(try readShareStats(hostStats).first?.transport)
-        let received = try JSONDecoder().decode(RTPReceiver.Stats.self, from: Data(contentsOf: URL(fileURLWithPath: receiverStats)))
+        let received = try JSONDecoder().decode(ReceiveReport.self, from: Data(contentsOf: URL(fileURLWithPath: receiverStats))).stats
         #expect(received.nacksSent > 0 && transport.retransmitted > 0, "NACKs \(received.nacksSent), resent \(transport.retransmitted)")
         #expect(received.decodeErrors == 0)
         #expect(received.stampsOutOfOrder == 0)
@@ -155,10 +155,10 @@ import Testing
         #expect(first.wait() == 0)
         usleep(1_000_000)  // nobody listens: the host's packets go to a closed port
         #expect(h.process.isRunning)
-        let second = Spawned(Paths.executable("frame-relay"), ["receive", "--port", "\(port)", "--duration", "3", "--stats-json", receiverStats, "--quiet"])
+        let second = Spawned(Paths.executable("frame-relay"), ["receive", "--port", "\(port)", "--duration", "3", "--report", receiverStats, "--quiet"])
         #expect(second.wait() == 0)
         #expect(h.process.isRunning, "the host must survive its receiver leaving")
-        let received = try JSONDecoder().decode(RTPReceiver.Stats.self, from: Data(contentsOf: URL(fileURLWithPath: receiverStats)))
+        let received = try JSONDecoder().decode(ReceiveReport.self, from: Data(contentsOf: URL(fileURLWithPath: receiverStats))).stats
         // A receiver joining mid-stream asks for a keyframe (PLI) and decodes from it on.
         #expect(received.plisSent >= 1 && received.keyframes >= 1)
         #expect(received.framesDecoded >= 40 && received.decodeErrors == 0)

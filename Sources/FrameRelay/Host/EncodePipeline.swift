@@ -20,6 +20,9 @@ public final class EncodePipeline {
     private var encodeTime = LatencyHistogram()
     private var captureToEncoded = LatencyHistogram()
     private var firstPts: Int64?
+    /// Stage times of the last frame processed (CLOCK_MONOTONIC ns).
+    public private(set) var lastConverted: UInt64 = 0
+    public private(set) var lastEncoded: UInt64 = 0
     /// Called with every encoded frame (for transports), during the frame's processing.
     public var onEncoded: ((EncodedFrame, FrameMetadata) throws -> Void)?
 
@@ -52,12 +55,17 @@ public final class EncodePipeline {
             recorder.setDimensions(width: input.width, height: input.height)
             sizeWritten = true
         }
+        // "Encoded" is when libvpx hands over the frame, before it is recorded or sent.
+        var encoded: UInt64 = 0
         try encoder.encode(input, captureTime: frame.metadata.captureTime) { packet in
+            if encoded == 0 { encoded = MonotonicClock.now() }
             try recorder?.write(packet)
             stats.bytes += UInt64(packet.bytes.count)
             try onEncoded?(packet, frame.metadata)
         }
-        let encoded = MonotonicClock.now()
+        if encoded == 0 { encoded = MonotonicClock.now() }  // the encoder dropped the frame
+        lastConverted = converted
+        lastEncoded = encoded
         convertTime.record(converted &- takenTime)
         encodeTime.record(encoded &- converted)
         captureToEncoded.record(encoded &- frame.metadata.captureTime)

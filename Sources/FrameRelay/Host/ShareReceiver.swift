@@ -1,3 +1,4 @@
+@preconcurrency import Glibc
 import Synchronization
 
 /// The host's loop for one App Group: follows the producer, takes each
@@ -35,10 +36,13 @@ public final class ShareReceiver: @unchecked Sendable {
     }
 
     private let options: Options
+    /// Per-frame stage times, for `--trace`; nil when nobody reads them.
+    public let trace: FrameTraceRing?
 
-    public init(appGroup: AppGroup, options: Options, log: @escaping @Sendable (String) -> Void) {
+    public init(appGroup: AppGroup, options: Options, trace: Bool = false, log: @escaping @Sendable (String) -> Void) {
         self.appGroup = appGroup
         self.options = options
+        self.trace = trace ? FrameTraceRing() : nil
         self.host = RingHost(appGroup: appGroup, verifyChecksums: options.verifyChecksums)
         self.stats = ShareStats(appGroup: appGroup.name)
         self.published = Mutex(stats)
@@ -93,6 +97,19 @@ public final class ShareReceiver: @unchecked Sendable {
                     record("first-frame", "frame \(frame.metadata.frameNumber)")
                 }
                 try pipeline?.process(frame, takenTime: now)
+                if let trace {
+                    var timing = FrameTiming()
+                    timing.frame = frame.metadata.frameNumber
+                    timing.captured = frame.metadata.captureTime
+                    timing.published = frame.metadata.publishTime
+                    timing.taken = now
+                    timing.converted = pipeline?.lastConverted ?? 0
+                    timing.encoded = pipeline?.lastEncoded ?? 0
+                    // A frame the encoder dropped was never sent: keep 0 rather than the previous frame's time.
+                    let sent = transport?.lastSent ?? 0
+                    timing.sent = sent >= timing.encoded ? sent : 0
+                    trace.push(timing)
+                }
                 if options.workNanoseconds > 0 { MonotonicClock.sleep(nanoseconds: options.workNanoseconds) }
                 if let limit = options.stopAfter, stats.taken >= limit { host.requestStop() }
             case .invalidFrame(let reason):
@@ -151,6 +168,9 @@ public final class ShareReceiver: @unchecked Sendable {
             windowFrames = 0
         }
         stats.ring = host.counters
+        var cpu = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu)
+        stats.cpuSeconds = Double(cpu.tv_sec) + Double(cpu.tv_nsec) / 1e9
         stats.captureToTaken = captureToTaken.summary
         stats.handoff = handoff.summary
         stats.encoded = pipeline?.summary

@@ -11,6 +11,8 @@ public struct ShareStats: Sendable, Codable {
     public var producerAttaches = 0
     public var producerDeaths = 0
     public var checksumFailures: UInt64 = 0
+    /// CPU time of the share's host thread so far (ring, conversion, encoding, sending), seconds.
+    public var cpuSeconds: Double = 0
     /// Frames per second over the last status interval.
     public var fps: Double = 0
     /// Capture → taken, and publish → taken (the hand-off), in µs.

@@ -45,6 +45,7 @@ extension RingError {
     init(_ error: SegmentOpenError, segment: String) {
         switch error {
         case .missing: self = .system(SystemError("shm_open", segment, code: 2))
+        case .empty: self = .malformedHeader(segment: segment, reason: "empty segment")
         case .foreignOwner(let uid): self = .foreignOwner(segment: segment, uid: uid)
         case .openPermissions(let mode): self = .openPermissions(segment: segment, mode: mode)
         case .system(let error): self = .system(error)

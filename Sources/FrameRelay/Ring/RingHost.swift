@@ -96,8 +96,10 @@ public final class RingHost {
         do {
             segment = try SharedMemorySegment.open(name: segmentName)
         } catch {
-            if case .missing = error { return nil }
-            throw RingError(error, segment: segmentName)
+            switch error {
+            case .missing, .empty: return nil  // no producer yet, or one still creating its segment
+            default: throw RingError(error, segment: segmentName)
+            }
         }
         let header = RingHeader(base: segment.base)
         guard case .ring(let capacity) = try header.inspect(mappedSize: segment.size, appGroup: appGroup, segment: segmentName) else {

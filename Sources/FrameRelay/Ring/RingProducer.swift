@@ -68,13 +68,25 @@ public final class RingProducer {
     /// Removes an existing segment of ours whose producer is dead; throws if
     /// the segment is someone else's or its producer is alive.
     private static func reclaimIfStale(name: String, appGroup: AppGroup) throws(RingError) {
-        let existing: SharedMemorySegment
-        do {
-            existing = try SharedMemorySegment.open(name: name)
-        } catch {
-            if case .missing = error { return }  // gone meanwhile: try again
-            throw RingError(error, segment: name)
+        var opened: SharedMemorySegment?
+        for attempt in 0..<2 where opened == nil {
+            do {
+                opened = try SharedMemorySegment.open(name: name)
+            } catch {
+                switch error {
+                case .missing:
+                    return  // gone meanwhile: try again
+                case .empty where attempt == 0:
+                    MonotonicClock.sleep(nanoseconds: 200_000_000)  // a creator about to size it
+                case .empty:
+                    shm_unlink(name)  // its creator died before sizing it
+                    return
+                default:
+                    throw RingError(error, segment: name)
+                }
+            }
         }
+        guard let existing = opened else { return }
         let header = RingHeader(base: existing.base)
         var inspection = try header.inspect(mappedSize: existing.size, appGroup: appGroup, segment: name)
         if case .initializing = inspection {

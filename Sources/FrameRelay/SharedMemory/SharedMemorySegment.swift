@@ -48,6 +48,11 @@ struct SharedMemorySegment: ~Copyable {
             close(fd)
             throw .openPermissions(mode: info.st_mode & 0o777)
         }
+        guard info.st_size > 0 else {
+            // Its creator is between shm_open and ftruncate (or died there).
+            close(fd)
+            throw .empty
+        }
         do {
             return try SharedMemorySegment(name: name, fd: fd, size: Int(info.st_size))
         } catch {
@@ -102,6 +107,7 @@ struct FileIdentity: Equatable {
 /// Why an existing segment could not be opened.
 enum SegmentOpenError: Error {
     case missing
+    case empty
     case foreignOwner(uid: uid_t)
     case openPermissions(mode: mode_t)
     case system(SystemError)

@@ -38,6 +38,8 @@ public final class RTPSession {
     private var lastFIRSequence: UInt8?
     private var feedback = RTCP.Feedback()
     public private(set) var stats = TransportStats()
+    /// When the last packet of the last frame went out (CLOCK_MONOTONIC ns).
+    public private(set) var lastSent: UInt64 = 0
     private var sentLatency = LatencyHistogram()
 
     /// Opens the sockets; throws a ``SystemError`` naming the failing call.
@@ -126,7 +128,8 @@ public final class RTPSession {
         }
         stats.frames += 1
         if frame.isKeyframe { stats.keyframes += 1 }
-        sentLatency.record(MonotonicClock.now() &- captureTime)
+        lastSent = MonotonicClock.now()
+        sentLatency.record(lastSent &- captureTime)
     }
 
     private func transmit(_ packet: UnsafeRawBufferPointer) {

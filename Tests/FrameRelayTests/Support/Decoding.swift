@@ -8,7 +8,7 @@ func recordRun(_ producerArguments: [String], host hostArguments: [String] = [])
     let dir = Paths.temporaryDirectory()
     let ivf = dir.appendingPathComponent("out.ivf").path
     let stats = dir.appendingPathComponent("host.json").path
-    let h = host([group], ["--exit-when-finished", "--record", ivf, "--stats-json", stats, "--quiet"] + hostArguments)
+    let h = host([group], ["--exit-when-finished", "--record", ivf, "--report", stats, "--quiet"] + hostArguments)
     let p = producer(group, producerArguments + ["--quiet"])
     #expect(p.wait(timeout: 120) == 0, "producer: \(p.stderr)")
     #expect(h.wait(timeout: 120) == 0, "host: \(h.stderr)")

@@ -128,7 +128,7 @@ func readJSON(_ path: String) throws -> Any {
     try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path)))
 }
 
-/// The host's per-share statistics from `--stats-json`.
+/// The host's per-share statistics from `--report`.
 func readShareStats(_ path: String) throws -> [ShareStats] {
     try JSONDecoder().decode([ShareStats].self, from: Data(contentsOf: URL(fileURLWithPath: path)))
 }

@@ -1,0 +1,102 @@
+/// The outcome of a load test: one or more steps (numbers of concurrent
+/// shares), each with per-share and total figures and a timeline, and the
+/// largest number of shares that held the objective.
+public struct LoadTestReport: Codable, Sendable {
+    public struct Objective: Codable, Sendable {
+        public var maxDropPercent: Double
+        public var maxP99Milliseconds: Double
+        public init(maxDropPercent: Double, maxP99Milliseconds: Double) {
+            self.maxDropPercent = maxDropPercent
+            self.maxP99Milliseconds = maxP99Milliseconds
+        }
+    }
+
+    public struct Share: Codable, Sendable {
+        public var appGroup: String
+        public var framesIn: UInt64
+        public var framesOut: UInt64
+        public var dropPercent: Double
+        public var fps: Double
+        public var p50Milliseconds: Double
+        public var p99Milliseconds: Double
+        public var hostCPUPercent: Double
+        public var producerCPUPercent: Double
+
+        public init(appGroup: String, framesIn: UInt64, framesOut: UInt64, dropPercent: Double, fps: Double, p50Milliseconds: Double, p99Milliseconds: Double, hostCPUPercent: Double, producerCPUPercent: Double) {
+            self.appGroup = appGroup
+            self.framesIn = framesIn
+            self.framesOut = framesOut
+            self.dropPercent = dropPercent
+            self.fps = fps
+            self.p50Milliseconds = p50Milliseconds
+            self.p99Milliseconds = p99Milliseconds
+            self.hostCPUPercent = hostCPUPercent
+            self.producerCPUPercent = producerCPUPercent
+        }
+    }
+
+    /// One sample a second: elapsed seconds, then per share fps and p99 (ms).
+    public struct Sample: Codable, Sendable {
+        public var seconds: Double
+        public var fps: [Double]
+        public var p99Milliseconds: [Double]
+
+        public init(seconds: Double, fps: [Double], p99Milliseconds: [Double]) {
+            self.seconds = seconds
+            self.fps = fps
+            self.p99Milliseconds = p99Milliseconds
+        }
+    }
+
+    public struct Step: Codable, Sendable {
+        public var sessions: Int
+        public var seconds: Double
+        public var passed: Bool
+        public var shares: [Share]
+        public var framesIn: UInt64
+        public var framesOut: UInt64
+        public var dropPercent: Double
+        public var fps: Double
+        public var p50Milliseconds: Double
+        public var p99Milliseconds: Double
+        public var hostCPUPercent: Double
+        public var timeline: [Sample]
+
+        public init(sessions: Int, seconds: Double, passed: Bool, shares: [Share], framesIn: UInt64, framesOut: UInt64, dropPercent: Double, fps: Double, p50Milliseconds: Double, p99Milliseconds: Double, hostCPUPercent: Double, timeline: [Sample]) {
+            self.sessions = sessions
+            self.seconds = seconds
+            self.passed = passed
+            self.shares = shares
+            self.framesIn = framesIn
+            self.framesOut = framesOut
+            self.dropPercent = dropPercent
+            self.fps = fps
+            self.p50Milliseconds = p50Milliseconds
+            self.p99Milliseconds = p99Milliseconds
+            self.hostCPUPercent = hostCPUPercent
+            self.timeline = timeline
+        }
+    }
+
+    public var size: String
+    public var framesPerSecond: Int
+    public var format: String
+    public var cores: Int
+    public var objective: Objective
+    public var steps: [Step] = []
+    /// The most shares that held the objective (0 if none did).
+    public var maxSessionsHeld: Int = 0
+
+    public init(size: String, framesPerSecond: Int, format: String, cores: Int, objective: Objective) {
+        self.size = size
+        self.framesPerSecond = framesPerSecond
+        self.format = format
+        self.cores = cores
+        self.objective = objective
+    }
+
+    /// Whether a step's every share kept drops and p99 within the objective.
+    public func holds(_ shares: [Share]) -> Bool {
+        !shares.isEmpty && shares.allSatisfy { $0.dropPercent < objective.maxDropPercent && $0.p99Milliseconds < objective.maxP99Milliseconds }
+    }
+}

@@ -1,0 +1,57 @@
+import Synchronization
+
+/// Every stage time of one frame, on CLOCK_MONOTONIC (ns; 0: stage not run).
+public struct FrameTiming: Sendable, Codable, Equatable {
+    public var frame: UInt64 = 0
+    public var captured: UInt64 = 0
+    public var published: UInt64 = 0
+    public var taken: UInt64 = 0
+    public var converted: UInt64 = 0
+    public var encoded: UInt64 = 0
+    public var sent: UInt64 = 0
+    public init() {}
+}
+
+/// A single-producer, single-consumer ring of ``FrameTiming``: the share's
+/// thread pushes one record per frame without allocating or locking; the
+/// reporting thread drains it. When the reader falls behind, records are
+/// dropped and counted, never waited for.
+public final class FrameTraceRing: @unchecked Sendable {
+    // @unchecked Sendable: slot i is written only by the producer before it
+    // publishes `head` past i (release), and read only by the consumer after
+    // it sees that (acquire) and before it moves `tail` past i.
+    private let capacity: Int
+    private let slots: UnsafeMutablePointer<FrameTiming>
+    private let head = Atomic<Int>(0)
+    private let tail = Atomic<Int>(0)
+    /// Records lost because the ring was full.
+    public let overflows = Atomic<Int>(0)
+
+    public init(capacity: Int = 8192) {
+        self.capacity = capacity
+        slots = .allocate(capacity: capacity)
+        slots.initialize(repeating: FrameTiming(), count: capacity)
+    }
+
+    deinit { slots.deallocate() }
+
+    /// Adds a record (producer thread only).
+    @inline(__always)
+    public func push(_ timing: FrameTiming) {
+        let h = head.load(ordering: .relaxed)
+        guard h - tail.load(ordering: .acquiring) < capacity else {
+            overflows.wrappingAdd(1, ordering: .relaxed)
+            return
+        }
+        slots[h % capacity] = timing
+        head.store(h + 1, ordering: .releasing)
+    }
+
+    /// Hands every pending record to `body` (consumer thread only).
+    public func drain(_ body: (FrameTiming) -> Void) {
+        let t = tail.load(ordering: .relaxed)
+        let h = head.load(ordering: .acquiring)
+        for index in t..<h { body(slots[index % capacity]) }
+        tail.store(h, ordering: .releasing)
+    }
+}

@@ -1,0 +1,44 @@
+import Foundation
+
+/// What `frame-relay receive` measured: the receiver's counters and, given
+/// the capture time of each frame number, latency and loss at the viewer's side.
+public struct ReceiveReport: Codable, Sendable {
+    public var stats: RTPReceiver.Stats
+    /// Capture → decoded by the receiver, per frame matched by its stamp (µs).
+    public var glassToGlass: LatencySummary?
+    /// Frames decoded whose capture time was known.
+    public var matched = 0
+    /// Frames captured within the received span that never decoded.
+    public var missing = 0
+
+    public init(stats: RTPReceiver.Stats) { self.stats = stats }
+
+    /// Reads capture times from JSON lines with `frame` and `captured` fields
+    /// (a host's `--trace`, or a feeder's log).
+    public static func captureTimes(jsonLines path: String) throws -> [UInt64: UInt64] {
+        struct Line: Decodable { var frame: UInt64; var captured: UInt64 }
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        var times: [UInt64: UInt64] = [:]
+        let decoder = JSONDecoder()
+        for line in text.split(separator: "\n") where !line.isEmpty {
+            if let entry = try? decoder.decode(Line.self, from: Data(line.utf8)) { times[entry.frame] = entry.captured }
+        }
+        return times
+    }
+
+    /// Fills in latency and loss from decode arrivals (frame number, CLOCK_MONOTONIC ns).
+    public mutating func match(arrivals: [(frame: UInt64, time: UInt64)], captures: [UInt64: UInt64]) {
+        var histogram = LatencyHistogram()
+        var decoded = Set<UInt64>()
+        for arrival in arrivals {
+            guard let captured = captures[arrival.frame], arrival.time >= captured else { continue }
+            histogram.record(arrival.time - captured)
+            decoded.insert(arrival.frame)
+        }
+        matched = decoded.count
+        if let first = decoded.min(), let last = decoded.max() {
+            missing = captures.keys.filter { $0 >= first && $0 <= last && !decoded.contains($0) }.count
+        }
+        glassToGlass = histogram.summary
+    }
+}

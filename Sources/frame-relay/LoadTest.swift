@@ -1,0 +1,137 @@
+@preconcurrency import Glibc
+import Foundation
+import FrameRelay
+
+/// `frame-relay load-test`: N broadcast-sim producers into one host, each
+/// share encoded; reports per share and in total, and in ramp mode finds the
+/// largest N that holds the objective.
+func runLoadTest(_ arguments: [String]) throws -> Int32 {
+    var parser = OptionParser(command: "frame-relay load-test", summary: "many shares at once: frames, drops, fps, latency and CPU per share")
+    parser.option("sessions", "N", default: "4", help: "Concurrent shares (producer processes), or the ramp's upper bound with --ramp.")
+    parser.flag("ramp", help: "Find the largest number of shares that holds the objective (1, 2, 4, … then bisect).")
+    parser.option("size", "WxH", default: "1280x720", help: "Picture size of every producer.")
+    parser.option("fps", "N", default: "15", help: "Frames per second of every producer.")
+    parser.option("format", "FMT", default: "nv12", help: "Pixel format the producers send.")
+    parser.option("bitrate", "KBPS", default: "1500", help: "VP8 bitrate per share.")
+    parser.option("duration", "SECONDS", default: "10", help: "Length of each step.")
+    parser.option("max-drop-percent", "PCT", default: "1", help: "Objective: drops below this on every share.")
+    parser.option("max-p99-ms", "MS", default: "100", help: "Objective: capture→encoded p99 below this on every share.")
+    parser.option("report", "PATH", default: "load-test.json", help: "JSON report.")
+    parser.option("html", "PATH", default: "load-test.html", help: "HTML report with SVG charts.")
+    try parser.parse(arguments)
+    let sessions = try parser.int("sessions", in: 1...256)!
+    let size = try parseSize(parser.string("size")!, option: "size")
+    let fps = try parser.int("fps", in: 1...240)!
+    guard let format = PixelFormat(name: parser.string("format")!) else { throw UsageError("invalid --format \"\(parser.string("format")!)\"") }
+    let bitrate = try parser.int("bitrate", in: 1...100_000)!
+    let duration = try parser.double("duration", in: 1...3600)!
+    let objective = LoadTestReport.Objective(
+        maxDropPercent: try parser.double("max-drop-percent", in: 0...100)!, maxP99Milliseconds: try parser.double("max-p99-ms", in: 0.1...100_000)!)
+    let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+    var report = LoadTestReport(size: "\(size.width)x\(size.height)", framesPerSecond: fps, format: "\(format)", cores: cores, objective: objective)
+
+    func step(_ count: Int) throws -> LoadTestReport.Step {
+        log("load-test: \(count) shares for \(fixed(duration, 0)) s…")
+        let result = try runStep(count, size: size, fps: fps, format: format, bitrate: bitrate, duration: duration, report: report)
+        log("load-test: \(count) shares \(result.passed ? "held" : "did not hold"): drops \(fixed(result.dropPercent, 2)) %, p99 \(fixed(result.p99Milliseconds, 1)) ms, \(fixed(result.fps, 1)) fps in total")
+        return result
+    }
+
+    if parser.flag("ramp") {
+        var passed = 0, failed: Int?
+        var n = 1
+        while n <= sessions {
+            let result = try step(n)
+            report.steps.append(result)
+            if stopSignals.load(ordering: .relaxed) > 0 { break }
+            if result.passed { passed = n } else { failed = n; break }
+            n = n == sessions ? sessions + 1 : min(n * 2, sessions)
+        }
+        while let fail = failed, fail - passed > 1, stopSignals.load(ordering: .relaxed) == 0 {
+            let middle = (passed + fail) / 2
+            let result = try step(middle)
+            report.steps.append(result)
+            if result.passed { passed = middle } else { failed = middle }
+        }
+        report.maxSessionsHeld = passed
+    } else {
+        let result = try step(sessions)
+        report.steps.append(result)
+        report.maxSessionsHeld = result.passed ? sessions : 0
+    }
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    try encoder.encode(report).write(to: URL(fileURLWithPath: parser.string("report")!))
+    try LoadTestHTML.render(report).write(toFile: parser.string("html")!, atomically: true, encoding: .utf8)
+    log("load-test: largest number of shares that held the objective: \(report.maxSessionsHeld); report \(parser.string("report")!), \(parser.string("html")!)")
+    return 0
+}
+
+/// CPU seconds (user + system) a process has used, from /proc.
+func processCPUSeconds(_ pid: Int32) -> Double {
+    guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        let close = text.lastIndex(of: ")")
+    else { return 0 }
+    let fields = text[text.index(after: close)...].split(separator: " ")
+    guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
+func runStep(_ count: Int, size: (width: Int, height: Int), fps: Int, format: PixelFormat, bitrate: Int, duration: Double, report: LoadTestReport) throws -> LoadTestReport.Step {
+    let groups = try (0..<count).map { try AppGroup("group.com.example.loadtest.s\($0)") }
+    var encoding = EncodePipeline.Options()
+    encoding.settings.bitrateKbps = bitrate
+    encoding.settings.frameRate = fps
+    encoding.settings.concurrentEncoders = count
+    var settings = HostSettings(
+        groups: groups, options: ShareReceiver.Options(), encoding: Array(repeating: encoding, count: count), frames: nil,
+        duration: duration, exitWhenFinished: false, statsPath: nil, quiet: true)
+    settings.http = nil
+    let simulator = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("broadcast-sim")
+    let producers = try groups.map { group in
+        let process = Process()
+        process.executableURL = simulator
+        process.arguments = ["--app-group", group.name, "--size", "\(size.width)x\(size.height)", "--fps", "\(fps)", "--format", "\(format)", "--quiet"]
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+    defer {
+        for process in producers where process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        for process in producers { process.waitUntilExit() }
+    }
+    var timeline: [LoadTestReport.Sample] = []
+    var finals: [ShareStats] = []
+    let start = MonotonicClock.now()
+    var nextSample = 1.0
+    var producerCPU: [Double] = Array(repeating: 0, count: count)
+    _ = try runHost(settings, onTick: { snapshots in
+        finals = snapshots
+        let elapsed = Double(MonotonicClock.now() - start) / 1e9
+        if elapsed >= nextSample {
+            nextSample += 1
+            timeline.append(LoadTestReport.Sample(
+                seconds: elapsed, fps: snapshots.map(\.fps), p99Milliseconds: snapshots.map { ($0.encoded?.captureToEncoded.p99 ?? 0) / 1000 }))
+            producerCPU = producers.map { processCPUSeconds($0.processIdentifier) }
+        }
+    })
+    let seconds = Double(MonotonicClock.now() - start) / 1e9
+    let shares = zip(finals, producerCPU).map { share, cpu in
+        let written = share.ring.written + share.earlierRings.written
+        let dropped = share.ring.dropped + share.earlierRings.dropped
+        return LoadTestReport.Share(
+            appGroup: share.appGroup, framesIn: written, framesOut: share.encoded?.frames ?? 0,
+            dropPercent: written == 0 ? 100 : Double(dropped) / Double(written) * 100,
+            fps: Double(share.encoded?.frames ?? 0) / seconds,
+            p50Milliseconds: (share.encoded?.captureToEncoded.p50 ?? 0) / 1000, p99Milliseconds: (share.encoded?.captureToEncoded.p99 ?? 0) / 1000,
+            hostCPUPercent: share.cpuSeconds / seconds * 100, producerCPUPercent: cpu / seconds * 100)
+    }
+    let framesIn = shares.map(\.framesIn).reduce(0, +), framesOut = shares.map(\.framesOut).reduce(0, +)
+    let totalWritten = Double(framesIn)
+    let dropped = finals.map { Double($0.ring.dropped + $0.earlierRings.dropped) }.reduce(0, +)
+    return LoadTestReport.Step(
+        sessions: count, seconds: seconds, passed: report.holds(shares), shares: shares, framesIn: framesIn, framesOut: framesOut,
+        dropPercent: totalWritten == 0 ? 100 : dropped / totalWritten * 100, fps: shares.map(\.fps).reduce(0, +),
+        p50Milliseconds: shares.map(\.p50Milliseconds).max() ?? 0, p99Milliseconds: shares.map(\.p99Milliseconds).max() ?? 0,
+        hostCPUPercent: shares.map(\.hostCPUPercent).reduce(0, +), timeline: timeline)
+}

@@ -1,0 +1,76 @@
+@preconcurrency import Glibc
+import Foundation
+import FrameRelay
+import Testing
+
+/// Per-frame stage timing, glass-to-glass at the receiver, and the load test.
+@Suite(.serialized) struct TimingTests {
+    @Test func traceRecordsEveryStageOfEveryFrameInOrder() throws {
+        let group = uniqueGroup("trace")
+        let dir = Paths.temporaryDirectory()
+        let trace = dir.appendingPathComponent("trace.jsonl").path
+        let report = dir.appendingPathComponent("report.json").path
+        let h = host([group], ["--rtp", "127.0.0.1:\(freePortPair())", "--trace", trace, "--report", report, "--exit-when-finished", "--quiet"])
+        let p = producer(group, ["--size", "320x240", "--fps", "30", "--frames", "60", "--quiet"])
+        #expect(p.wait() == 0)
+        #expect(h.wait() == 0)
+        let share = try #require(try readShareStats(report).first)
+        let lines = try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == Int(share.taken))
+        struct Line: Decodable { var share: String; var frame: UInt64; var captured, published, taken, converted, encoded, sent: UInt64 }
+        var last: UInt64?
+        for line in lines {
+            let t = try JSONDecoder().decode(Line.self, from: Data(line.utf8))
+            #expect(t.share == group.name)
+            #expect(t.captured > 0 && t.captured <= t.published && t.published <= t.taken && t.taken <= t.converted
+                    && t.converted <= t.encoded && t.encoded <= t.sent, "\(line)")
+            if let last { #expect(t.frame > last) }
+            last = t.frame
+        }
+        // The summary has every stage's percentiles over the same frames.
+        #expect(share.captureToTaken.count == share.taken && share.encoded?.captureToEncoded.count == share.taken)
+        #expect(share.transport?.captureToSent.count == share.taken)
+        #expect((share.encoded?.captureToEncoded.p50 ?? 0) >= share.captureToTaken.p50)
+    }
+
+    @Test func receiverMeasuresGlassToGlassByTheStampedFrameNumbers() throws {
+        let group = uniqueGroup("g2g")
+        let port = freePortPair()
+        let dir = Paths.temporaryDirectory()
+        let trace = dir.appendingPathComponent("trace.jsonl").path
+        let received = dir.appendingPathComponent("received.json").path
+        let h = host([group], ["--rtp", "127.0.0.1:\(port)", "--trace", trace, "--exit-when-finished", "--quiet"])
+        let r = Spawned(Paths.executable("frame-relay"), ["receive", "--port", "\(port)", "--duration", "5", "--captures", trace, "--report", received])
+        usleep(300_000)
+        let p = producer(group, ["--size", "640x360", "--fps", "30", "--frames", "90", "--quiet"])
+        #expect(p.wait() == 0)
+        #expect(h.wait() == 0)
+        #expect(r.wait() == 0)
+        let result = try JSONDecoder().decode(ReceiveReport.self, from: Data(contentsOf: URL(fileURLWithPath: received)))
+        let g2g = try #require(result.glassToGlass)
+        #expect(result.matched >= 80 && result.missing <= 5, "matched \(result.matched), missing \(result.missing)")
+        #expect(g2g.count == UInt64(result.matched) && g2g.p50 > 0 && g2g.p99 >= g2g.p50)
+        #expect(r.stderr.contains("glass-to-glass p50"))
+    }
+
+    @Test func loadTestOfTwoSharesCompletesWithAReport() throws {
+        let dir = Paths.temporaryDirectory()
+        let json = dir.appendingPathComponent("load.json").path
+        let html = dir.appendingPathComponent("load.html").path
+        let result = run(Paths.executable("frame-relay"), [
+            "load-test", "--sessions", "2", "--size", "320x240", "--fps", "15", "--duration", "3", "--report", json, "--html", html,
+        ], timeout: 60)
+        #expect(result.status == 0, "\(result.stderr)")
+        let report = try JSONDecoder().decode(LoadTestReport.self, from: Data(contentsOf: URL(fileURLWithPath: json)))
+        let step = try #require(report.steps.first)
+        #expect(step.sessions == 2 && step.shares.count == 2)
+        for share in step.shares {
+            #expect(share.framesIn >= 30 && share.framesOut > 0 && share.fps > 5, "\(share)")
+            #expect(share.p99Milliseconds > 0 && share.hostCPUPercent > 0 && share.producerCPUPercent > 0)
+        }
+        #expect(step.timeline.count >= 2)
+        let page = try String(contentsOfFile: html, encoding: .utf8)
+        #expect(page.contains("<svg") && page.contains("Largest number of shares that held it: \(report.maxSessionsHeld)"))
+        for n in 0..<2 { #expect(!FileManager.default.fileExists(atPath: "/dev/shm" + (try AppGroup("group.com.example.loadtest.s\(n)")).sharedMemoryName)) }
+    }
+}

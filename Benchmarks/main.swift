@@ -13,6 +13,9 @@ func main() throws -> Int32 {
     parser.option("compare", "BASELINE", help: "A previous results JSON to compare against.")
     parser.option("threshold", "PCT", default: "10", help: "Allowed growth in percent before a case counts as a regression.")
     parser.option("clip", "PATH", help: "The shared desktop clip (Y4M, after xz -dk) for the encode cases.")
+    parser.flag("side-by-side", help: "Also run plain libvpx, ffmpeg, GStreamer and FrameRelay on the same frames into one receiver.")
+    parser.option("side-fps", "N", default: "30", help: "Feed rate for --side-by-side (0: as fast as they go).")
+    parser.option("side-frames", "N", default: "300", help: "Frames per pipeline for --side-by-side.")
     try parser.parse(Array(CommandLine.arguments.dropFirst()))
     let threshold = try parser.double("threshold", in: 0...10_000)!
     var baseline: [BenchmarkResult]?
@@ -28,6 +31,14 @@ func main() throws -> Int32 {
     try runner.run("producer.peak_rss") { try producerPeakRSS(quick: runner.quick) }
     try runner.run("encode") { try encodeBenchmarks(quick: runner.quick, clip: parser.string("clip")) }
     try runner.run("stream") { try streamingBenchmarks(quick: runner.quick, clip: parser.string("clip")) }
+    if parser.flag("side-by-side") {
+        guard let clip = parser.string("clip") else { throw UsageError("--side-by-side needs --clip PATH") }
+        let fps = try parser.double("side-fps", in: 0...240)!
+        let frames = try parser.int("side-frames", in: 10...100_000)!
+        for input in [PixelFormat.i420, .bgra] {
+            try runner.run("side_by_side.\(input)") { try sideBySide(clip: clip, input: input, fps: fps, count: frames) }
+        }
+    }
 
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

@@ -48,6 +48,7 @@ func declareHostOptions(_ parser: inout OptionParser) {
     parser.option("keyframe-interval", "SECONDS", default: "3", help: "Periodic keyframes (0: only on request and size change).")
     parser.option("speed", "N", default: "-6", help: "libvpx cpu-used: -6 is WebRTC's screen-share speed, -16 the fastest.")
     parser.option("threads", "N", help: "Encoder threads (default: by picture size, cores and number of shares).")
+    parser.option("screen-content-mode", "N", default: "2", help: "libvpx screen-content mode: 2 as WebRTC shares screens, 0 as ffmpeg and GStreamer encode.")
     parser.option("max-size", "WxH", help: "Scale larger frames down to fit, keeping the aspect ratio.")
     parser.option("record", "FILE.ivf", repeatable: true, help: "Record each share's VP8 stream as IVF (one per --app-group, in order).")
     parser.option("rtp", "HOST:PORT", repeatable: true, help: "Stream RTP (VP8, RFC 7741) here, RTCP to PORT+1; share N uses PORT+2N.")
@@ -76,6 +77,7 @@ func hostSettings(_ parser: OptionParser) throws -> HostSettings {
         pipeline.settings.keyframeInterval = try parser.double("keyframe-interval", in: 0...3600)!
         pipeline.settings.speed = try parser.int("speed", in: -16...16)!
         pipeline.settings.threads = try parser.int("threads", in: 1...16)
+        pipeline.settings.screenContentMode = try parser.int("screen-content-mode", in: 0...2)!
         pipeline.settings.concurrentEncoders = groups.count
         if let text = parser.string("max-size") { pipeline.maxSize = try parseSize(text, option: "max-size") }
         let records = parser.strings("record")

@@ -105,7 +105,7 @@ public final class VP8Encoder {
         let controls: [(vp8e_enc_control_id, Int32)] = [
             (VP8E_SET_CPUUSED, Int32(settings.speed)),
             (VP8E_SET_STATIC_THRESHOLD, 100),
-            (VP8E_SET_SCREEN_CONTENT_MODE, 2),
+            (VP8E_SET_SCREEN_CONTENT_MODE, Int32(settings.screenContentMode)),
             (VP8E_SET_NOISE_SENSITIVITY, 0),
             (VP8E_SET_TOKEN_PARTITIONS, 0),  // VP8_ONE_TOKENPARTITION
             (VP8E_SET_MAX_INTRA_BITRATE_PCT, Int32(max(300, 900 * 30 / max(1, settings.frameRate)))),

@@ -11,6 +11,8 @@ public struct VP8Settings: Sendable, Equatable {
     public var speed = -6
     /// Encoder threads; nil chooses from the size, the cores and how many encoders share them.
     public var threads: Int?
+    /// libvpx screen-content mode: 2 (WebRTC's screen share), 1, or 0 (camera-like, as ffmpeg and GStreamer leave it).
+    public var screenContentMode = 2
     /// Encoders running at once on this machine (for the thread policy).
     public var concurrentEncoders = 1
 
@@ -23,6 +25,7 @@ public struct VP8Settings: Sendable, Equatable {
         guard keyframeInterval >= 0, keyframeInterval <= 3600 else { throw .invalidSetting("invalid keyframe interval \(keyframeInterval) s: must be 0...3600") }
         guard (-16...16).contains(speed) else { throw .invalidSetting("invalid speed \(speed): libvpx cpu-used is -16...16") }
         if let threads, !(1...16).contains(threads) { throw .invalidSetting("invalid thread count \(threads): must be 1...16") }
+        guard (0...2).contains(screenContentMode) else { throw .invalidSetting("invalid screen-content mode \(screenContentMode): must be 0, 1 or 2") }
     }
 
     /// The thread policy: WebRTC's by picture size, capped so that all the

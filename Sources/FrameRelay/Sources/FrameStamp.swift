@@ -12,6 +12,11 @@ public enum FrameStamp {
         return cell >= 2 ? cell : nil
     }
 
+    /// Stamps `number` into a raw-format buffer (I420, NV12 or BGRA).
+    public static func stamp(_ number: UInt64, into buffer: PixelBuffer) {
+        draw(number, on: Canvas(buffer: buffer))
+    }
+
     static func draw(_ number: UInt64, on canvas: Canvas) {
         guard let cell = cellSize(width: canvas.width), canvas.height >= cell else { return }
         for bit in 0..<bits {

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Side by side, one run, same frames, same settings, same receiver: a plain
+# libvpx loop, ffmpeg (raw video -> libvpx -> RTP), GStreamer (shmsink ->
+# shmsrc -> vp8enc -> rtpvp8pay -> udpsink) and FrameRelay (ring -> host ->
+# RTP), each measured by `frame-relay receive` (decoded frames, glass-to-glass
+# latency by the frame number stamped into every picture).
+# Usage: Benchmarks/side-by-side.sh [FPS (0 = as fast as they go)] [FRAMES]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps
+swift build -c release >&2
+clip=$(mktemp -d)/desktop-720p30.y4m
+xz -dc ../shared/clips/desktop-720p30.y4m.xz > "$clip"
+trap 'rm -rf "$(dirname "$clip")"' EXIT
+.build/release/frame-relay-bench --side-by-side --clip "$clip" --filter side_by_side \
+  --side-fps "${1:-30}" --side-frames "${2:-300}" --output side-by-side.json

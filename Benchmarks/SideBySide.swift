@@ -25,13 +25,13 @@ struct SideBySide {
         var missing = 0
     }
 
-    /// Frames in the input format, each stamped with its number when fed.
-    func payload(_ n: Int) throws -> PixelBuffer {
+    /// Frame `n` stamped with its number, in `format` (the input format by default).
+    func payload(_ n: Int, format: PixelFormat? = nil) throws -> PixelBuffer {
         let source = frames[n % frames.count]
         let copy = try PixelBuffer(width: source.width, height: source.height, format: .i420, rowAlignment: 1)
         source.withUnsafeBytes { bytes in copy.withUnsafeMutablePlane(0) { target, _ in target.baseAddress!.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) } }
         FrameStamp.stamp(UInt64(n), into: copy)
-        if input == .i420 { return copy }
+        if (format ?? input) == .i420 { return copy }
         let bgra = try PixelBuffer(width: copy.width, height: copy.height, format: .bgra, rowAlignment: 1)
         _ = try FrameFormatter(format: .bgra, orientation: .up).format(copy).withUnsafeBytes { bytes in
             bgra.withUnsafeMutablePlane(0) { target, _ in target.baseAddress!.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
@@ -45,14 +45,14 @@ struct SideBySide {
     }
 
     /// Feeds every frame on schedule to `feed`, logging capture times; returns the log's path.
-    func feed(_ name: String, _ body: (Int, PixelBuffer, UInt64) throws -> Void) throws -> (log: String, seconds: Double) {
+    func feed(_ name: String, format: PixelFormat? = nil, _ body: (Int, PixelBuffer, UInt64) throws -> Void) throws -> (log: String, seconds: Double) {
         let log = work.appendingPathComponent("\(name)-captures.jsonl").path
         var lines = ""
-        let prepared = try (0..<min(count, 60)).map { try payload($0) }
+        let prepared = try (0..<min(count, 60)).map { try payload($0, format: format) }
         let start = MonotonicClock.now()
         for n in 0..<count {
             if fps > 0 { MonotonicClock.sleep(until: start + UInt64(Double(n) * 1e9 / fps)) }
-            let frame = n < prepared.count ? prepared[n] : try payload(n)
+            let frame = n < prepared.count ? prepared[n] : try payload(n, format: format)
             let captured = MonotonicClock.now()
             lines += "{\"frame\":\(n),\"captured\":\(captured)}\n"
             try body(n, frame, captured)
@@ -94,7 +94,8 @@ struct SideBySide {
         options.destinations = [try Destination("127.0.0.1:\(port)")]
         let rtp = try RTPSession(options: options)
         let encoder = try VP8Encoder(settings: { var s = VP8Settings(); s.bitrateKbps = bitrate; s.screenContentMode = 0; return s }())
-        let (log, seconds) = try feed("plain") { _, frame, captured in
+        // The floor: libvpx's own input format, whatever the others are given.
+        let (log, seconds) = try feed("plain", format: .i420) { _, frame, captured in
             _ = rtp.poll(now: captured)
             try encoder.encode(EncoderInput(frame), captureTime: captured) { rtp.send($0, captureTime: captured) }
         }
@@ -111,7 +112,7 @@ struct SideBySide {
         ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
         ffmpeg.arguments = [
             "-v", "error", "-f", "rawvideo", "-pix_fmt", input == .bgra ? "bgra" : "yuv420p", "-s", "\(width)x\(height)", "-framerate", "30", "-i", "-",
-            "-c:v", "libvpx", "-deadline", "realtime", "-cpu-used", "-6", "-b:v", "\(bitrate)k", "-minrate", "\(bitrate)k", "-maxrate", "\(bitrate)k",
+            "-pix_fmt", "yuv420p", "-c:v", "libvpx", "-deadline", "realtime", "-cpu-used", "-6", "-b:v", "\(bitrate)k", "-minrate", "\(bitrate)k", "-maxrate", "\(bitrate)k",
             "-bufsize", "\(bitrate)k", "-qmin", "12", "-qmax", "56", "-undershoot-pct", "100", "-overshoot-pct", "15", "-static-thresh", "100",
             "-lag-in-frames", "0", "-threads", "2", "-g", "90", "-f", "rtp", "-payload_type", "96", "rtp://127.0.0.1:\(port)?pkt_size=1200",
         ]
@@ -185,6 +186,10 @@ struct SideBySide {
         usleep(500_000)
         let (log, seconds) = try feed("ours") { n, frame, captured in
             try producer.publish(frame, frameNumber: UInt64(n), captureTime: captured)
+            // As fast as they go: the next frame when the host has taken this one, as a
+            // pipe makes ffmpeg's and GStreamer's feeders wait (else the newest frame wins).
+            let deadline = MonotonicClock.now() + 1_000_000_000
+            while fps == 0, producer.framesTaken <= UInt64(n), MonotonicClock.now() < deadline { usleep(50) }
         }
         usleep(500_000)
         producer.finish()

@@ -111,7 +111,7 @@ func runStep(_ count: Int, size: (width: Int, height: Int), fps: Int, format: Pi
         if elapsed >= nextSample {
             nextSample += 1
             timeline.append(LoadTestReport.Sample(
-                seconds: elapsed, fps: snapshots.map(\.fps), p99Milliseconds: snapshots.map { ($0.encoded?.captureToEncoded.p99 ?? 0) / 1000 }))
+                seconds: elapsed, fps: snapshots.map(\.fps), p99Milliseconds: snapshots.map { ($0.recentCaptureToEncoded?.p99 ?? 0) / 1000 }))
             producerCPU = producers.map { processCPUSeconds($0.processIdentifier) }
         }
     })

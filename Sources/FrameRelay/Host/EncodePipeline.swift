@@ -19,6 +19,7 @@ public final class EncodePipeline {
     private var convertTime = LatencyHistogram()
     private var encodeTime = LatencyHistogram()
     private var captureToEncoded = LatencyHistogram()
+    private var recentCaptureToEncoded = LatencyHistogram()
     private var firstPts: Int64?
     /// Stage times of the last frame processed (CLOCK_MONOTONIC ns).
     public private(set) var lastConverted: UInt64 = 0
@@ -69,11 +70,19 @@ public final class EncodePipeline {
         convertTime.record(converted &- takenTime)
         encodeTime.record(encoded &- converted)
         captureToEncoded.record(encoded &- frame.metadata.captureTime)
+        recentCaptureToEncoded.record(encoded &- frame.metadata.captureTime)
         stats.frames = encoder.framesEncoded
         stats.keyframes = encoder.keyframes
         stats.width = input.width
         stats.height = input.height
         stats.threads = encoder.threads
+    }
+
+    /// Capture → encoded over the frames since the last call (a window of the run), then starts a new window.
+    public func takeRecentLatency() -> LatencySummary {
+        let summary = recentCaptureToEncoded.summary
+        recentCaptureToEncoded = LatencyHistogram()
+        return summary
     }
 
     /// Makes the next frame a keyframe.

@@ -20,6 +20,7 @@ public final class ShareReceiver: @unchecked Sendable {
     private var windowStart = MonotonicClock.now()
     private var windowFrames = 0
     private var awaitingFirstFrame = false
+    private var recentWindowStart = MonotonicClock.now()
     private var pipeline: EncodePipeline?
     private var transport: RTPSession?
 
@@ -174,6 +175,10 @@ public final class ShareReceiver: @unchecked Sendable {
         stats.captureToTaken = captureToTaken.summary
         stats.handoff = handoff.summary
         stats.encoded = pipeline?.summary
+        if now &- recentWindowStart >= 1_000_000_000, let pipeline {
+            recentWindowStart = now
+            stats.recentCaptureToEncoded = pipeline.takeRecentLatency()
+        }
         stats.transport = transport?.summary
         let copy = stats
         published.withLock { $0 = copy }

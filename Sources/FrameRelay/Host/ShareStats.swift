@@ -20,6 +20,8 @@ public struct ShareStats: Sendable, Codable {
     public var handoff = LatencySummary(count: 0, p50: 0, p90: 0, p99: 0, max: 0, mean: 0)
     /// Each distinct picture geometry in arrival order: "WxH format orientation from frame N".
     public var geometries: [String] = []
+    /// Capture → encoded over the last second only (µs): latency over time, where the others are cumulative.
+    public var recentCaptureToEncoded: LatencySummary?
     /// The encoder's figures, when the host encodes.
     public var encoded: EncodeStats?
     /// The RTP stream's figures, when the host streams.

@@ -16,7 +16,7 @@ public enum LoadTestHTML {
         let failed = report.steps.filter { !$0.passed }.min { $0.sessions < $1.sessions }
         for step in [held, failed].compactMap({ $0 }) {
             body += "<h2>\(step.sessions) shares — \(step.passed ? "held" : "did not hold")</h2>"
-            body += "<h3>Latency p99 over time (ms)</h3>" + lineChart(step.timeline.map(\.seconds), step.timeline.map(\.p99Milliseconds), shares: step.sessions)
+            body += "<h3>Latency p99 over time, per second (ms)</h3>" + lineChart(step.timeline.map(\.seconds), step.timeline.map(\.p99Milliseconds), shares: step.sessions)
             body += "<h3>Frames per second over time</h3>" + lineChart(step.timeline.map(\.seconds), step.timeline.map(\.fps), shares: step.sessions)
             body += "<h3>Latency per share (p50 and p99, ms)</h3>" + barChart(step.shares)
         }
@@ -39,13 +39,13 @@ public enum LoadTestHTML {
 
     private static let palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
 
-    private static func lineChart(_ xs: [Double], _ series: [[Double]], shares: Int) -> String {
+    private static func lineChart(_ xs: [Double], _ series: [[Double]], shares: Int, xUnit: String = "s") -> String {
         let width = 720.0, height = 220.0, pad = 40.0
         let maxX = max(1, xs.max() ?? 1)
         let maxY = max(1, series.flatMap { $0 }.max() ?? 1) * 1.1
         var svg = "<svg width=\"\(Int(width))\" height=\"\(Int(height))\" xmlns=\"http://www.w3.org/2000/svg\">"
         svg += "<text x=\"4\" y=\"14\" font-size=\"11\">\(fixed(maxY, 1))</text><text x=\"4\" y=\"\(Int(height - pad))\" font-size=\"11\">0</text>"
-        svg += "<text x=\"\(Int(width - 60))\" y=\"\(Int(height - 8))\" font-size=\"11\">\(fixed(maxX, 0)) s</text>"
+        svg += "<text x=\"\(Int(width - 60))\" y=\"\(Int(height - 8))\" font-size=\"11\">\(fixed(maxX, 0)) \(xUnit)</text>"
         for share in 0..<shares {
             let points = zip(xs, series).compactMap { x, values -> String? in
                 guard share < values.count else { return nil }
@@ -78,6 +78,6 @@ public enum LoadTestHTML {
         let steps = report.steps.sorted { $0.sessions < $1.sessions }
         let xs = steps.map { Double($0.sessions) }
         let p99 = steps.map { [$0.p99Milliseconds] }
-        return "<p>capture→encoded p99 (ms) against shares; objective \(fixed(report.objective.maxP99Milliseconds, 0)) ms</p>" + lineChart(xs, p99, shares: 1)
+        return "<p>capture→encoded p99 (ms) against shares; objective \(fixed(report.objective.maxP99Milliseconds, 0)) ms</p>" + lineChart(xs, p99, shares: 1, xUnit: "shares")
     }
 }

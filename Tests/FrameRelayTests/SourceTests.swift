@@ -48,14 +48,13 @@ import Testing
         let display = ":\(90 + Int(getpid() % 50))"
         let xvfb = Spawned("/usr/bin/Xvfb", [display, "-screen", "0", "320x240x24", "-nolisten", "tcp", "-noreset"])
         defer { xvfb.signal(SIGTERM); _ = xvfb.wait(timeout: 5) }
-        var connected = false
-        for _ in 0..<100 {
-            if FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(display.dropFirst())") { connected = true; break }
-            usleep(50_000)
+        // Ready when a client can draw: an X client paints the root window.
+        var painted = false
+        for _ in 0..<100 where !painted {
+            painted = run("/usr/bin/xsetroot", ["-display", display, "-solid", "#FF8000"]).status == 0
+            if !painted { usleep(50_000) }
         }
-        try #require(connected, "Xvfb did not start: \(xvfb.stderr)")
-        // An X client paints the root window.
-        #expect(run("/usr/bin/xsetroot", ["-display", display, "-solid", "#FF8000"]).status == 0)
+        try #require(painted, "Xvfb did not start: \(xvfb.stderr)")
         let capture = try X11Capture(display: display)
         #expect(capture.width == 320 && capture.height == 240)
         let buffer = try #require(try capture.nextFrame(number: 0))

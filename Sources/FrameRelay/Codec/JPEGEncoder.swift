@@ -35,11 +35,18 @@ public final class JPEGEncoder {
         let status: Int32
         switch source.format {
         case .i420:
-            var planes: [UnsafePointer<UInt8>?] = (0..<3).map { UnsafePointer(source.plane($0).assumingMemoryBound(to: UInt8.self)) }
-            var strides: [Int32] = (0..<3).map { Int32(source.stride($0)) }
-            status = tjCompressFromYUVPlanes(
-                handle, &planes, Int32(source.width), &strides, Int32(source.height), Int32(TJSAMP_420.rawValue),
-                &output, &size, quality, flags)
+            // Plane pointers and strides on the stack: nothing allocated per frame.
+            status = withUnsafeTemporaryAllocation(of: UnsafePointer<UInt8>?.self, capacity: 3) { planes in
+                withUnsafeTemporaryAllocation(of: Int32.self, capacity: 3) { strides in
+                    for i in 0..<3 {
+                        planes[i] = UnsafePointer(source.plane(i).assumingMemoryBound(to: UInt8.self))
+                        strides[i] = Int32(source.stride(i))
+                    }
+                    return tjCompressFromYUVPlanes(
+                        handle, planes.baseAddress, Int32(source.width), strides.baseAddress, Int32(source.height),
+                        Int32(TJSAMP_420.rawValue), &output, &size, quality, flags)
+                }
+            }
         case .bgra:
             status = tjCompress2(
                 handle, source.plane(0).assumingMemoryBound(to: UInt8.self), Int32(source.width), Int32(source.stride(0)),

@@ -15,6 +15,8 @@ public final class Y4MFileSource: FrameSource {
     private let buffer: PixelBuffer
     private let frameBytes: Int
     private var position: Int
+    /// The frame header line is read here (allocated once).
+    private let marker = UnsafeMutableRawPointer.allocate(byteCount: 64, alignment: 8)
 
     /// Opens `path` and parses its header; throws a ``SourceError`` naming
     /// the file and what is wrong with it.
@@ -61,7 +63,10 @@ public final class Y4MFileSource: FrameSource {
         self.frameBytes = buffer.byteCount
     }
 
-    deinit { close(fd) }
+    deinit {
+        close(fd)
+        marker.deallocate()
+    }
 
     public func nextFrame(number: UInt64) throws -> PixelBuffer? {
         if try readFrame() { return buffer }
@@ -73,10 +78,10 @@ public final class Y4MFileSource: FrameSource {
     /// Reads the frame at `position`; false at the end of the file.
     private func readFrame() throws -> Bool {
         // "FRAME" plus optional parameters, then a newline.
-        var marker = [UInt8](repeating: 0, count: 64)
-        let count = pread(fd, &marker, marker.count, off_t(position))
+        let count = pread(fd, marker, 64, off_t(position))
         guard count > 0 else { return false }
-        guard marker.starts(with: Array("FRAME".utf8)), let newline = marker[..<count].firstIndex(of: 0x0A) else {
+        let head = UnsafeRawBufferPointer(start: marker, count: count)
+        guard head.starts(with: "FRAME".utf8), let newline = head.firstIndex(of: 0x0A) else {
             throw SourceError.malformed(path, "expected FRAME at byte \(position)")
         }
         // The planes are tight (row alignment 1), so one read fills them.

@@ -25,9 +25,7 @@ import Testing
         ffmpeg.signal(SIGINT)
         _ = ffmpeg.wait(timeout: 10)
         let sent = try #require(try readShareStats(hostStats).first?.transport)
-        let data = try Data(contentsOf: URL(fileURLWithPath: raw))
-        let frames = stride(from: 0, to: data.count - 640 * 360 + 1, by: 640 * 360).map { data.subdata(in: $0..<($0 + 640 * 360)) }
-        let numbers = frames.compactMap { stamp($0, width: 640, height: 360) }
+        let numbers = try stampedNumbers(rawGray: raw, width: 640, height: 360).numbers
         #expect(Double(Set(numbers).count) >= 0.95 * Double(sent.frames), "ffmpeg decoded \(Set(numbers).count) of \(sent.frames)")
         #expect(numbers == numbers.sorted(), "stamps out of order")
         #expect(!ffmpeg.stderr.lowercased().contains("error while decoding"), "\(ffmpeg.stderr)")
@@ -70,9 +68,7 @@ import Testing
         gst.signal(SIGINT)
         _ = gst.wait(timeout: 10)
         let sent = try #require(try readShareStats(hostStats).first?.transport)
-        let data = try Data(contentsOf: URL(fileURLWithPath: raw))
-        let frames = stride(from: 0, to: data.count - 640 * 360 + 1, by: 640 * 360).map { data.subdata(in: $0..<($0 + 640 * 360)) }
-        let numbers = frames.compactMap { stamp($0, width: 640, height: 360) }
+        let numbers = try stampedNumbers(rawGray: raw, width: 640, height: 360).numbers
         #expect(Double(numbers.count) >= 0.95 * Double(sent.frames), "GStreamer decoded \(numbers.count) of \(sent.frames): \(gst.stderr)")
         #expect(numbers == numbers.sorted())
     }

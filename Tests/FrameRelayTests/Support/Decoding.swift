@@ -35,9 +35,7 @@ enum FFmpeg {
         let out = Paths.temporaryDirectory().appendingPathComponent("gray.raw").path
         let result = run("/usr/bin/ffmpeg", ["-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", "gray", "-y", out])
         #expect(result.status == 0, "\(result.stderr)")
-        let data = try Data(contentsOf: URL(fileURLWithPath: out))
-        let size = width * height
-        return stride(from: 0, to: data.count - size + 1, by: size).map { data.subdata(in: $0..<($0 + size)) }
+        return try stampedNumbers(rawGray: out, width: width, height: height).frames
     }
 
     /// Average PSNR (dB) of `distorted` against the 30 fps `reference`, by
@@ -64,6 +62,14 @@ enum FFmpeg {
             return (parts[0] == "1", w)
         }
     }
+}
+
+/// Splits a raw 8-bit grey file into frames and reads each frame's stamp.
+func stampedNumbers(rawGray path: String, width: Int, height: Int) throws -> (frames: [Data], numbers: [UInt64]) {
+    let data = try Data(contentsOf: URL(fileURLWithPath: path))
+    let size = width * height
+    let frames = stride(from: 0, to: data.count - size + 1, by: size).map { data.subdata(in: $0..<($0 + size)) }
+    return (frames, frames.compactMap { stamp($0, width: width, height: height) })
 }
 
 /// Reads the frame-number stamp from a grey frame.

@@ -153,17 +153,20 @@ final class RelayPath {
         host.detach()
     }
 
-    /// Publishes and relays one frame; returns (host-side ns, capture → encoded ns).
+    /// Publishes and relays one frame stamped `captureTime` (the encoder's
+    /// clock, as the plain loop's); returns host-side ns, publish → encoded ns
+    /// measured from this call, and the ring write's ns.
     func relay(_ frame: PixelBuffer, number: Int, captureTime: UInt64) throws -> (host: UInt64, endToEnd: UInt64, write: UInt64) {
+        let entry = MonotonicClock.now()
         try producer.publish(frame, frameNumber: UInt64(number), captureTime: captureTime)
         let takeStart = MonotonicClock.now()
-        let write = takeStart - captureTime
+        let write = takeStart - entry
         while true {
             switch try host.next(timeoutNanoseconds: 100_000_000) {
             case .frame(let view):
                 try pipeline.process(view, takenTime: MonotonicClock.now())
                 let end = MonotonicClock.now()
-                return (end - takeStart, end - captureTime, write)
+                return (end - takeStart, end - entry, write)
             case .invalidFrame(let reason): throw UsageError("benchmark frame invalid: \(reason)")
             default: continue
             }
@@ -191,9 +194,9 @@ func encodeBenchmarks(quick: Bool, clip: String?) throws -> [BenchmarkResult] {
             let start = MonotonicClock.now()
             for n in frames.indices {
                 let capture = start + UInt64(n) * 33_333_333
+                // Both encoders see the same time stamps, so their rate control makes the same choices.
                 let p = plain.encode(set.i420[n], captureTime: capture)
-                let now = MonotonicClock.now()
-                let r = try relay.relay(frames[n], number: n, captureTime: now)
+                let r = try relay.relay(frames[n], number: n, captureTime: capture)
                 guard n >= 5 else { continue }  // warm-up
                 plainTimes.add(Double(p) / 1000)
                 relayTimes.add(Double(r.host) / 1000)

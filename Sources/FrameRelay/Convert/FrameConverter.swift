@@ -1,3 +1,4 @@
+import Dispatch
 internal import CYuv
 
 /// Turns a frame taken from the ring into what the encoder reads, copying
@@ -16,8 +17,14 @@ public final class FrameConverter {
     private var decoded: PixelBuffer?
     private var jpeg: JPEGDecoder?
 
-    public init(maxSize: (width: Int, height: Int)? = nil) {
+    /// Horizontal bands converted in parallel (1: on the calling thread only).
+    public let bands: Int
+
+    /// `bands` defaults to the cores this converter may use: all of them
+    /// when it is the only one, one when many shares share the machine.
+    public init(maxSize: (width: Int, height: Int)? = nil, bands: Int = 1) {
         self.maxSize = maxSize
+        self.bands = max(1, bands)
     }
 
     /// The encoder input for `frame`, valid until the next call (and, when
@@ -36,8 +43,7 @@ public final class FrameConverter {
                                  planes: (frame.plane(0), frame.plane(1), nil), strides: m.strides)
         case .bgra:
             let out = try reuse(&converted, m.width, m.height, .i420)
-            ARGBToI420(frame.plane(0).assumingMemoryBound(to: UInt8.self), Int32(m.strides.0),
-                       y(out, 0), s(out, 0), y(out, 1), s(out, 1), y(out, 2), s(out, 2), Int32(m.width), Int32(m.height))
+            convertBGRA(frame.plane(0), stride: m.strides.0, width: m.width, height: m.height, into: out)
             picture = out
             input = out.encoderInput
         case .jpeg:
@@ -68,6 +74,21 @@ public final class FrameConverter {
             input = try scaleDown(input, to: maxSize)
         }
         return input
+    }
+
+    /// BGRA → I420 with libyuv; large pictures in `bands` horizontal bands
+    /// converted at once on Dispatch's worker threads (libyuv itself is
+    /// single-threaded, and a 1080p conversion is most of the relay's cost).
+    private func convertBGRA(_ source: UnsafeRawPointer, stride: Int, width: Int, height: Int, into out: PixelBuffer) {
+        let bands = width * height >= 1280 * 720 ? self.bands : 1
+        let job = BGRABands(
+            source: source, stride: stride, width: width, height: height, rowsPerBand: (height / bands + 1) & ~1,
+            y: y(out, 0), u: y(out, 1), v: y(out, 2), strides: (out.stride(0), out.stride(1), out.stride(2)))
+        if bands == 1 {
+            job.convert(band: 0)
+        } else {
+            DispatchQueue.concurrentPerform(iterations: bands) { job.convert(band: $0) }
+        }
     }
 
     /// Turns the picture upright (and unmirrors it) into an I420 buffer.
@@ -138,4 +159,29 @@ public final class FrameConverter {
 extension PixelBuffer {
     /// This I420 or NV12 buffer as encoder input.
     var encoderInput: EncoderInput { EncoderInput(self) }
+}
+
+/// One BGRA → I420 conversion cut into bands of even rows, so that each
+/// band's chroma rows are its own.
+private struct BGRABands: @unchecked Sendable {
+    // @unchecked Sendable: every band reads its own source rows and writes
+    // its own destination rows; the caller waits for all bands to finish.
+    let source: UnsafeRawPointer
+    let stride: Int
+    let width: Int
+    let height: Int
+    let rowsPerBand: Int
+    let y: UnsafeMutablePointer<UInt8>
+    let u: UnsafeMutablePointer<UInt8>
+    let v: UnsafeMutablePointer<UInt8>
+    let strides: (Int, Int, Int)
+
+    func convert(band: Int) {
+        let top = band * rowsPerBand
+        let rows = min(rowsPerBand, height - top)
+        guard rows > 0 else { return }
+        ARGBToI420(source.advanced(by: top * stride).assumingMemoryBound(to: UInt8.self), Int32(stride),
+                   y + top * strides.0, Int32(strides.0), u + top / 2 * strides.1, Int32(strides.1),
+                   v + top / 2 * strides.2, Int32(strides.2), Int32(width), Int32(rows))
+    }
 }

@@ -1,3 +1,5 @@
+@preconcurrency import Glibc
+
 /// The host's work on each taken frame: convert if needed, encode VP8,
 /// record, with a timestamp at every stage kept in fixed-memory histograms.
 public final class EncodePipeline {
@@ -36,7 +38,9 @@ public final class EncodePipeline {
                 throw CodecError.invalidSetting("invalid maximum size \(maxSize.width)x\(maxSize.height): VP8 codes 2...16383")
             }
         }
-        converter = FrameConverter(maxSize: options.maxSize)
+        // Parallel BGRA conversion only when this share has the machine to itself.
+        let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        converter = FrameConverter(maxSize: options.maxSize, bands: options.settings.concurrentEncoders == 1 ? min(cores, 4) : 1)
         if let path = options.recordPath {
             do {
                 recorder = try IVFWriter(path: path, width: 0, height: 0)

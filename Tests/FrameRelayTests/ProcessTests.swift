@@ -33,11 +33,14 @@ import Testing
         let group = uniqueGroup("torn")
         let dir = Paths.temporaryDirectory()
         let hostStats = dir.appendingPathComponent("host.json").path
-        let h = host([group], ["--verify", "--exit-when-finished", "--report", hostStats, "--quiet"])
+        // Two producers one after the other into one host (so no --exit-when-finished: it could end between them).
+        let h = host([group], ["--verify", "--report", hostStats])
         for format in ["i420", "bgra"] {
             let p = producer(group, ["--fps", "1000", "--frames", "3000", "--size", "96x64", "--format", format, "--checksum", "--quiet"])
             #expect(p.wait() == 0)
         }
+        #expect(h.waitForLog(": finished", count: 2))
+        h.signal(SIGINT)
         #expect(h.wait() == 0)
         let share = try #require(try readShareStats(hostStats).first)
         #expect(share.invalid == 0)

@@ -47,7 +47,8 @@ func handoffBetweenProcesses(quick: Bool) throws -> [BenchmarkResult] {
     try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: dir) }
     let hostStats = dir.appendingPathComponent("host.json").path
-    let host = try launch("frame-relay", ["--app-group", group, "--exit-when-finished", "--report", hostStats, "--quiet"])
+    // --no-encode: the host only takes frames, so each publish finds it asleep on the futex.
+    let host = try launch("frame-relay", ["--app-group", group, "--no-encode", "--exit-when-finished", "--report", hostStats, "--quiet"])
     let producer = try launch("broadcast-sim", ["--app-group", group, "--size", "320x240", "--fps", "200", "--duration", quick ? "2" : "8", "--quiet"])
     producer.waitUntilExit()
     host.waitUntilExit()

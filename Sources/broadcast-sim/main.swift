@@ -177,7 +177,7 @@ func run() throws -> Int32 {
     for (w, h, f) in geometries {
         // Either way round: a turned picture is stored with width and height swapped.
         for (a, b) in [(w, h), (h, w)] {
-            largest = max(largest, try PixelBuffer(width: a, height: b, format: f).capacity)
+            largest = max(largest, try PixelBuffer.capacity(width: a, height: b, format: f))
         }
     }
     let handler = SimulatedExtension(group: s.appGroup, slotCapacity: largest)

@@ -23,21 +23,7 @@ public final class PixelBuffer {
         guard (1...FrameMetadata.maxDimension).contains(width), (1...FrameMetadata.maxDimension).contains(height) else {
             throw FrameSizeError(width: width, height: height)
         }
-        var layout = FrameMetadata(
-            frameNumber: 0, captureTime: 0, width: width, height: height, format: format, orientation: .up,
-            payloadSize: 0, offsets: (0, 0, 0), strides: (0, 0, 0)
-        )
-        var size = 0
-        if format == .jpeg {
-            size = JPEGEncoder.maxSize(width: width, height: height)
-        } else {
-            for plane in 0..<format.planeCount {
-                let rowBytes = format.rowBytes(plane: plane, width: width)
-                let stride = (rowBytes + rowAlignment - 1) / rowAlignment * rowAlignment
-                layout.setPlane(plane, offset: size, stride: stride)
-                size += stride * format.rows(plane: plane, height: height)
-            }
-        }
+        var (layout, size) = Self.layout(width: width, height: height, format: format, rowAlignment: rowAlignment)
         layout.payloadSize = format == .jpeg ? 0 : size
         self.width = width
         self.height = height
@@ -50,6 +36,31 @@ public final class PixelBuffer {
     }
 
     deinit { storage.deallocate() }
+
+    /// Bytes a buffer of this size and format needs, without allocating one.
+    public static func capacity(width: Int, height: Int, format: PixelFormat, rowAlignment: Int = 64) throws(FrameSizeError) -> Int {
+        guard (1...FrameMetadata.maxDimension).contains(width), (1...FrameMetadata.maxDimension).contains(height) else {
+            throw FrameSizeError(width: width, height: height)
+        }
+        return layout(width: width, height: height, format: format, rowAlignment: rowAlignment).size
+    }
+
+    /// Plane offsets and strides (rows padded to `rowAlignment`), and the total size.
+    private static func layout(width: Int, height: Int, format: PixelFormat, rowAlignment: Int) -> (FrameMetadata, size: Int) {
+        var layout = FrameMetadata(
+            frameNumber: 0, captureTime: 0, width: width, height: height, format: format, orientation: .up,
+            payloadSize: 0, offsets: (0, 0, 0), strides: (0, 0, 0)
+        )
+        guard format != .jpeg else { return (layout, JPEGEncoder.maxSize(width: width, height: height)) }
+        var size = 0
+        for plane in 0..<format.planeCount {
+            let rowBytes = format.rowBytes(plane: plane, width: width)
+            let stride = (rowBytes + rowAlignment - 1) / rowAlignment * rowAlignment
+            layout.setPlane(plane, offset: size, stride: stride)
+            size += stride * format.rows(plane: plane, height: height)
+        }
+        return (layout, size)
+    }
 
     /// Calls `body` with plane `index` (its rows `stride` bytes apart). Do not
     /// let the buffer escape the closure.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What `frame-relay receive` measured: the receiver's counters and, given
 /// the capture time of each frame number, latency and loss at the viewer's side.
@@ -17,7 +17,8 @@ public struct ReceiveReport: Codable, Sendable {
     /// (a host's `--trace`, or a feeder's log).
     public static func captureTimes(jsonLines path: String) throws -> [UInt64: UInt64] {
         struct Line: Decodable { var frame: UInt64; var captured: UInt64 }
-        let text = try String(contentsOfFile: path, encoding: .utf8)
+        guard let data = FileManager.default.contents(atPath: path) else { throw UsageError("cannot read \(path)") }
+        let text = String(decoding: data, as: UTF8.self)
         var times: [UInt64: UInt64] = [:]
         let decoder = JSONDecoder()
         for line in text.split(separator: "\n") where !line.isEmpty {

@@ -1,5 +1,4 @@
 @preconcurrency import Glibc
-import Foundation
 
 /// A small HTTP/1.1 server: one thread accepts, one thread serves each
 /// connection (`Connection: close`). Enough for a live viewer, metrics and
@@ -83,19 +82,16 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// Accepts connections on a background thread until the process ends.
     public func start() {
-        let thread = Thread { [self] in
+        startDetachedThread { [self] in
             while true {
                 let client = accept(listener, nil, nil)
                 if client < 0 {
                     if errno == EINTR || errno == ECONNABORTED { continue }
                     return
                 }
-                let worker = Thread { [self] in serve(client) }
-                worker.start()
+                startDetachedThread { [self] in serve(client) }
             }
         }
-        thread.name = "http accept"
-        thread.start()
     }
 
     private func serve(_ fd: Int32) {

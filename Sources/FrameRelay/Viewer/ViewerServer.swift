@@ -1,5 +1,5 @@
 @preconcurrency import Glibc
-import Foundation
+import FoundationEssentials
 
 /// The live viewer over HTTP: a page that plays each share in the browser
 /// (live IVF decoded with WebCodecs), `/stream.ivf` (ffplay reads it),

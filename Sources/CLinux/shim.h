@@ -19,5 +19,3 @@ static inline int clinux_futex_wait(uint32_t *word, uint32_t expected, int64_t t
 static inline int clinux_futex_wake(uint32_t *word) {
     return (int)syscall(SYS_futex, word, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
 }
-
-static inline int clinux_errno(void) { return errno; }

@@ -66,17 +66,4 @@ struct Canvas {
             preconditionFailure("a canvas draws raw formats; JPEG is encoded from one")
         }
     }
-
-    /// Luma (0–255) of the pixel at (x, y), for reading stamps back.
-    func luma(x: Int, y: Int) -> Int {
-        switch buffer.format {
-        case .bgra:
-            let p = buffer.plane(0) + y * buffer.stride(0) + x * 4
-            let color = Color(p.load(fromByteOffset: 2, as: UInt8.self), p.load(fromByteOffset: 1, as: UInt8.self), p.load(as: UInt8.self))
-            return Int(color.y)
-        default:
-            return Int((buffer.plane(0) + y * buffer.stride(0) + x).load(as: UInt8.self))
-        }
-    }
 }
-

@@ -182,9 +182,6 @@ public final class RingHost {
         if let attachment { lastCounters = attachment.counters }
         return lastCounters
     }
-
-    /// Whether a producer's ring is attached and its producer alive.
-    public var isConnected: Bool { attachment.map { !$0.producerGone && !$0.finished } ?? false }
 }
 
 /// One mapped ring and what the host remembers about it.

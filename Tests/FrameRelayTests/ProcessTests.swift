@@ -207,4 +207,16 @@ import Testing
         for share in shares { #expect(share.taken > 0 && share.ring.written == 40) }
         for group in groups { #expect(!segmentExists(group)) }
     }
+
+    @Test func devicePresetsSendTheirScreenSize() throws {
+        let group = uniqueGroup("preset")
+        let dir = Paths.temporaryDirectory()
+        let hostStats = dir.appendingPathComponent("host.json").path
+        let h = host([group], ["--no-encode", "--exit-when-finished", "--report", hostStats, "--quiet"])
+        let p = producer(group, ["--preset", "iphone-se", "--frames", "10", "--fps", "30", "--quiet"])
+        #expect(p.wait() == 0)
+        #expect(h.wait() == 0)
+        let share = try #require(try readShareStats(hostStats).first)
+        #expect(share.geometries.first?.hasPrefix("750x1334 nv12 up") == true, "\(share.geometries)")
+    }
 }

@@ -73,5 +73,17 @@ import Testing
         let share = try #require(try readShareStats(hostStats).first)
         #expect(share.geometries == ["320x240 i420 up from frame 0"] || share.geometries.first?.hasPrefix("320x240 i420 up") == true)
         #expect(!segmentExists(group))
+
+        // The demo's desktop mode: the X11 desktop through the host to the viewer.
+        let demoGroup = uniqueGroup("x11demo")
+        let port = freePortPair()
+        let demo = Spawned(Paths.executable("frame-relay"), ["demo", "--source", "x11", "--app-group", demoGroup.name, "--http", "\(port)"],
+                           environment: ["DISPLAY": display])
+        #expect(demo.waitForLog("first-frame"), "\(demo.stderr)")
+        let snapshot = run("/usr/bin/curl", ["-s", "-f", "-m", "10", "-o", dir.appendingPathComponent("desk.jpg").path, "http://127.0.0.1:\(port)/snapshot.jpg"])
+        #expect(snapshot.status == 0)
+        demo.signal(SIGINT)
+        #expect(demo.wait(timeout: 20) == 0)
+        #expect(!segmentExists(demoGroup))
     }
 }

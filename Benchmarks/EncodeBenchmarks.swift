@@ -80,31 +80,11 @@ final class PlainLibvpx {
     private var count: Int64 = 0
 
     init(width: Int, height: Int, settings: VP8Settings, threads: Int) {
+        // The very configuration the relay's encoder uses (one definition, in the CVpx shim).
         var config = vpx_codec_enc_cfg_t()
-        vpx_codec_enc_config_default(cvpx_vp8_encoder(), &config, 0)
-        config.g_w = UInt32(width)
-        config.g_h = UInt32(height)
-        config.g_threads = UInt32(threads)
-        config.g_timebase = vpx_rational(num: 1, den: 90_000)
-        config.g_lag_in_frames = 0
-        config.rc_end_usage = VPX_CBR
-        config.rc_target_bitrate = UInt32(settings.bitrateKbps)
-        config.rc_min_quantizer = 12
-        config.rc_max_quantizer = 56
-        config.rc_undershoot_pct = 100
-        config.rc_overshoot_pct = 15
-        config.rc_buf_initial_sz = 500
-        config.rc_buf_optimal_sz = 600
-        config.rc_buf_sz = 1000
-        config.rc_dropframe_thresh = 0
-        config.kf_mode = VPX_KF_DISABLED
+        precondition(cvpx_screen_share_config(&config, UInt32(width), UInt32(height), UInt32(threads), UInt32(settings.bitrateKbps)) == VPX_CODEC_OK)
         precondition(cvpx_enc_init(&context, &config) == VPX_CODEC_OK)
-        _ = cvpx_control_int(&context, Int32(VP8E_SET_CPUUSED.rawValue), Int32(settings.speed))
-        _ = cvpx_control_int(&context, Int32(VP8E_SET_STATIC_THRESHOLD.rawValue), 100)
-        _ = cvpx_control_int(&context, Int32(VP8E_SET_SCREEN_CONTENT_MODE.rawValue), 2)
-        _ = cvpx_control_int(&context, Int32(VP8E_SET_NOISE_SENSITIVITY.rawValue), 0)
-        _ = cvpx_control_int(&context, Int32(VP8E_SET_TOKEN_PARTITIONS.rawValue), 0)
-        _ = cvpx_control_int(&context, Int32(VP8E_SET_MAX_INTRA_BITRATE_PCT.rawValue), 900)
+        precondition(cvpx_screen_share_controls(&context, Int32(settings.speed), Int32(settings.screenContentMode), Int32(settings.maxIntraBitratePercent)) == VPX_CODEC_OK)
     }
 
     deinit { vpx_codec_destroy(&context) }

@@ -1,5 +1,5 @@
 // Wrappers for the parts of libvpx that Swift cannot import: the init macros
-// and the variadic vpx_codec_control_.
+// and the variadic vpx_codec_control_, and the screen-share configuration.
 #pragma once
 #include <vpx/vpx_encoder.h>
 #include <vpx/vpx_decoder.h>
@@ -16,10 +16,49 @@ static inline vpx_codec_err_t cvpx_dec_init(vpx_codec_ctx_t *ctx) {
     return vpx_codec_dec_init(ctx, vpx_codec_vp8_dx(), NULL, 0);
 }
 
-static inline vpx_codec_err_t cvpx_control_int(vpx_codec_ctx_t *ctx, int id, int value) {
-    return vpx_codec_control_(ctx, id, value);
-}
-
 static const long cvpx_dl_realtime = VPX_DL_REALTIME;
 static const int cvpx_eflag_force_kf = VPX_EFLAG_FORCE_KF;
 static const int cvpx_frame_is_key = VPX_FRAME_IS_KEY;
+
+/// WebRTC's real-time screen-share configuration, in one place for the
+/// relay's encoder and the benchmarks' plain libvpx loop: CBR, quantizers
+/// 12-56, undershoot 100 / overshoot 15, buffer 500/600/1000 ms, no lag, no
+/// frame dropping or resizing, keyframes only when asked, 90 kHz time base.
+static inline vpx_codec_err_t cvpx_screen_share_config(vpx_codec_enc_cfg_t *cfg, unsigned width, unsigned height,
+                                                       unsigned threads, unsigned kbps) {
+    vpx_codec_err_t err = vpx_codec_enc_config_default(vpx_codec_vp8_cx(), cfg, 0);
+    if (err != VPX_CODEC_OK) return err;
+    cfg->g_w = width;
+    cfg->g_h = height;
+    cfg->g_threads = threads;
+    cfg->g_timebase.num = 1;
+    cfg->g_timebase.den = 90000;
+    cfg->g_lag_in_frames = 0;
+    cfg->g_error_resilient = 0;
+    cfg->rc_end_usage = VPX_CBR;
+    cfg->rc_target_bitrate = kbps;
+    cfg->rc_min_quantizer = 12;
+    cfg->rc_max_quantizer = 56;
+    cfg->rc_undershoot_pct = 100;
+    cfg->rc_overshoot_pct = 15;
+    cfg->rc_buf_initial_sz = 500;
+    cfg->rc_buf_optimal_sz = 600;
+    cfg->rc_buf_sz = 1000;
+    cfg->rc_dropframe_thresh = 0;
+    cfg->rc_resize_allowed = 0;
+    cfg->kf_mode = VPX_KF_DISABLED;
+    return VPX_CODEC_OK;
+}
+
+/// The screen-share controls after init (cpu-used, static threshold 100,
+/// screen-content mode, no noise sensitivity, one token partition, intra
+/// bitrate cap); returns the first error.
+static inline vpx_codec_err_t cvpx_screen_share_controls(vpx_codec_ctx_t *ctx, int speed, int screen_mode, int max_intra_pct) {
+    vpx_codec_err_t err;
+    if ((err = vpx_codec_control_(ctx, VP8E_SET_CPUUSED, speed)) != VPX_CODEC_OK) return err;
+    if ((err = vpx_codec_control_(ctx, VP8E_SET_STATIC_THRESHOLD, 100)) != VPX_CODEC_OK) return err;
+    if ((err = vpx_codec_control_(ctx, VP8E_SET_SCREEN_CONTENT_MODE, screen_mode)) != VPX_CODEC_OK) return err;
+    if ((err = vpx_codec_control_(ctx, VP8E_SET_NOISE_SENSITIVITY, 0)) != VPX_CODEC_OK) return err;
+    if ((err = vpx_codec_control_(ctx, VP8E_SET_TOKEN_PARTITIONS, VP8_ONE_TOKENPARTITION)) != VPX_CODEC_OK) return err;
+    return vpx_codec_control_(ctx, VP8E_SET_MAX_INTRA_BITRATE_PCT, max_intra_pct);
+}

@@ -73,48 +73,21 @@ public final class VP8Encoder {
             throw .invalidSetting("invalid frame size \(width)x\(height): VP8 codes 1...16383")
         }
         close()
-        var config = vpx_codec_enc_cfg_t()
-        guard vpx_codec_enc_config_default(cvpx_vp8_encoder(), &config, 0) == VPX_CODEC_OK else {
-            throw .library("vpx_codec_enc_config_default", "failed")
-        }
         let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         threads = settings.threads ?? VP8Settings.threadCount(width: width, height: height, cores: cores, concurrentEncoders: settings.concurrentEncoders)
-        config.g_w = UInt32(width)
-        config.g_h = UInt32(height)
-        config.g_threads = UInt32(threads)
-        config.g_timebase = vpx_rational(num: 1, den: 90_000)
-        config.g_lag_in_frames = 0
-        config.g_error_resilient = 0
-        config.rc_end_usage = VPX_CBR
-        config.rc_target_bitrate = UInt32(settings.bitrateKbps)
-        config.rc_min_quantizer = 12
-        config.rc_max_quantizer = 56
-        config.rc_undershoot_pct = 100
-        config.rc_overshoot_pct = 15
-        config.rc_buf_initial_sz = 500
-        config.rc_buf_optimal_sz = 600
-        config.rc_buf_sz = 1000
-        config.rc_dropframe_thresh = 0
-        config.rc_resize_allowed = 0
-        config.kf_mode = VPX_KF_DISABLED  // keyframes come from requests, size changes and our interval
+        var config = vpx_codec_enc_cfg_t()
+        let configured = cvpx_screen_share_config(&config, UInt32(width), UInt32(height), UInt32(threads), UInt32(settings.bitrateKbps))
+        guard configured == VPX_CODEC_OK else {
+            throw .library("vpx_codec_enc_config_default", String(cString: vpx_codec_err_to_string(configured)))
+        }
         let status = cvpx_enc_init(&context, &config)
         guard status == VPX_CODEC_OK else {
             throw .library("vpx_codec_enc_init", String(cString: vpx_codec_err_to_string(status)))
         }
         isOpen = true
-        let controls: [(vp8e_enc_control_id, Int32)] = [
-            (VP8E_SET_CPUUSED, Int32(settings.speed)),
-            (VP8E_SET_STATIC_THRESHOLD, 100),
-            (VP8E_SET_SCREEN_CONTENT_MODE, Int32(settings.screenContentMode)),
-            (VP8E_SET_NOISE_SENSITIVITY, 0),
-            (VP8E_SET_TOKEN_PARTITIONS, 0),  // VP8_ONE_TOKENPARTITION
-            (VP8E_SET_MAX_INTRA_BITRATE_PCT, Int32(max(300, 900 * 30 / max(1, settings.frameRate)))),
-        ]
-        for (control, value) in controls {
-            let result = cvpx_control_int(&context, Int32(control.rawValue), value)
-            guard result == VPX_CODEC_OK else {
-                throw .library("vpx_codec_control(\(control.rawValue))", String(cString: vpx_codec_err_to_string(result)))
-            }
+        let controlled = cvpx_screen_share_controls(&context, Int32(settings.speed), Int32(settings.screenContentMode), Int32(settings.maxIntraBitratePercent))
+        guard controlled == VPX_CODEC_OK else {
+            throw .library("vpx_codec_control", String(cString: vpx_codec_error_detail(&context) ?? vpx_codec_err_to_string(controlled)))
         }
         self.width = width
         self.height = height

@@ -18,6 +18,10 @@ public struct VP8Settings: Sendable, Equatable {
 
     public init() {}
 
+    /// The cap on a keyframe's size, in percent of a frame's bit budget:
+    /// WebRTC's 900 % at 30 frames/s, scaled with the frame rate, at least 300 %.
+    public var maxIntraBitratePercent: Int { max(300, 900 * 30 / max(1, frameRate)) }
+
     /// Throws a ``CodecError`` naming the first setting out of range.
     public func validate() throws(CodecError) {
         guard (1...100_000).contains(bitrateKbps) else { throw .invalidSetting("invalid bitrate \(bitrateKbps) kbps: must be 1...100000") }

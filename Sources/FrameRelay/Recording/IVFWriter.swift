@@ -24,14 +24,7 @@ public final class IVFWriter {
     public init(path: String, width: Int, height: Int, timebaseDenominator: UInt32 = 90_000) throws(SystemError) {
         fd = try valueOrErrno("open", path) { open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
         self.path = path
-        var file = [UInt8](repeating: 0, count: 32)
-        file.replaceSubrange(0..<4, with: Array("DKIF".utf8))
-        Self.put(&file, 6, UInt16(32))
-        file.replaceSubrange(8..<12, with: Array("VP80".utf8))
-        Self.put(&file, 12, UInt16(clamping: width))
-        Self.put(&file, 14, UInt16(clamping: height))
-        Self.put(&file, 16, timebaseDenominator)
-        Self.put(&file, 20, UInt32(1))
+        let file = Self.fileHeader(width: width, height: height, timebaseDenominator: timebaseDenominator)
         let written = file.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, 32) }
         guard written == 32 else {
             let code = errno
@@ -41,6 +34,19 @@ public final class IVFWriter {
     }
 
     deinit { finish() }
+
+    /// The 32-byte IVF file header (frame count 0), also the start of a live IVF stream.
+    static func fileHeader(width: Int, height: Int, timebaseDenominator: UInt32 = 90_000) -> [UInt8] {
+        var file = [UInt8](repeating: 0, count: 32)
+        file.replaceSubrange(0..<4, with: Array("DKIF".utf8))
+        put(&file, 6, UInt16(32))
+        file.replaceSubrange(8..<12, with: Array("VP80".utf8))
+        put(&file, 12, UInt16(clamping: width))
+        put(&file, 14, UInt16(clamping: height))
+        put(&file, 16, timebaseDenominator)
+        put(&file, 20, UInt32(1))
+        return file
+    }
 
     private static func put<T: FixedWidthInteger>(_ bytes: inout [UInt8], _ offset: Int, _ value: T) {
         withUnsafeBytes(of: value.littleEndian) { for (i, b) in $0.enumerated() { bytes[offset + i] = b } }

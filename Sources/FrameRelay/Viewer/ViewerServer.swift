@@ -76,6 +76,7 @@ public final class ViewerServer: Sendable {
         guard connection.startStream(contentType: "video/x-ivf") else { return }
         var next = first
         var headerSent = false
+        var header = [UInt8](repeating: 0, count: 12)  // each frame's IVF header, reused
         while true {
             let got: FrameBroadcast.Frame?
             do {
@@ -93,9 +94,8 @@ public final class ViewerServer: Sendable {
             }
             if !headerSent {
                 headerSent = true
-                guard connection.write(ivfFileHeader(width: got.width, height: got.height)) else { return }
+                guard connection.write(IVFWriter.fileHeader(width: got.width, height: got.height)) else { return }
             }
-            var header = [UInt8](repeating: 0, count: 12)
             withUnsafeBytes(of: UInt32(got.size).littleEndian) { for i in 0..<4 { header[i] = $0[i] } }
             withUnsafeBytes(of: UInt64(bitPattern: got.pts).littleEndian) { for i in 0..<8 { header[4 + i] = $0[i] } }
             let sent = connection.write(header) && frame.withUnsafeBytes { connection.write(UnsafeRawBufferPointer(rebasing: $0[..<got.size])) }
@@ -113,18 +113,6 @@ public final class ViewerServer: Sendable {
             usleep(5_000)
         }
         return broadcast.startSequence
-    }
-
-    static func ivfFileHeader(width: Int, height: Int) -> [UInt8] {
-        var header = [UInt8](repeating: 0, count: 32)
-        header.replaceSubrange(0..<4, with: Array("DKIF".utf8))
-        header[6] = 32
-        header.replaceSubrange(8..<12, with: Array("VP80".utf8))
-        header[12] = UInt8(width & 0xFF); header[13] = UInt8(width >> 8)
-        header[14] = UInt8(height & 0xFF); header[15] = UInt8(height >> 8)
-        withUnsafeBytes(of: UInt32(90_000).littleEndian) { for i in 0..<4 { header[16 + i] = $0[i] } }
-        header[20] = 1
-        return header
     }
 
     /// Decodes from the newest keyframe to the newest frame and encodes the

@@ -15,9 +15,10 @@ let package = Package(
         .systemLibrary(name: "CYuv", providers: [.apt(["libyuv-dev"])]),
         .systemLibrary(name: "CXcbShm", pkgConfig: "xcb-shm", providers: [.apt(["libxcb-shm0-dev"])]),
         .systemLibrary(name: "CLinux"),
+        .systemLibrary(name: "CMemory"),
         .target(
             name: "FrameRelay",
-            dependencies: ["CVpx", "CTurboJPEG", "CYuv", "CXcbShm", "CLinux"]
+            dependencies: ["CVpx", "CTurboJPEG", "CYuv", "CXcbShm", "CLinux", "CMemory"]
         ),
         .executableTarget(name: "broadcast-sim", dependencies: ["FrameRelay"]),
         .executableTarget(name: "frame-relay", dependencies: ["FrameRelay"]),

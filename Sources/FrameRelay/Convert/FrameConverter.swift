@@ -80,7 +80,9 @@ public final class FrameConverter {
     /// converted at once on Dispatch's worker threads (libyuv itself is
     /// single-threaded, and a 1080p conversion is most of the relay's cost).
     private func convertBGRA(_ source: UnsafeRawPointer, stride: Int, width: Int, height: Int, into out: PixelBuffer) {
-        let bands = width * height >= 1280 * 720 ? self.bands : 1
+        // Eight bands a core: Dispatch hands them out one by one, so a worker
+        // thread that wakes late takes fewer and the caller never waits on it.
+        let bands = width * height >= 1280 * 720 ? self.bands * 8 : 1
         let job = BGRABands(
             source: source, stride: stride, width: width, height: height, rowsPerBand: (height / bands + 1) & ~1,
             y: y(out, 0), u: y(out, 1), v: y(out, 2), strides: (out.stride(0), out.stride(1), out.stride(2)))

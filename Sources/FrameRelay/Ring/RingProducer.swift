@@ -1,5 +1,6 @@
 @preconcurrency import Glibc
 import Synchronization
+internal import CMemory
 
 /// The producer's end of a frame ring: creates the App Group's segment and
 /// publishes frames into it without ever waiting for the host.
@@ -113,7 +114,9 @@ public final class RingProducer {
         guard bytes <= slotCapacity else { throw .frameTooLarge(bytes: bytes, capacity: slotCapacity) }
         let slot = segment.base + RingLayout.slotOffset(producerSlot, capacity: slotCapacity)
         let payload = slot + FrameMetadata.byteCount
-        payload.copyMemory(from: buffer.storage, byteCount: bytes)
+        // Non-temporal: the producer never reads the frame again (and the
+        // host reads it on another core), so the copy need not pass through this core's cache.
+        cmem_stream_copy(payload, buffer.storage, bytes)
         var metadata = buffer.layout
         metadata.frameNumber = frameNumber
         metadata.captureTime = captureTime

@@ -14,7 +14,13 @@ struct SideBySide {
     let fps: Double  // 0: as fast as they go
     let count: Int
     let bitrate = 2500
+    /// Encoder threads for all four: as given, else our policy's choice for this size on this machine.
+    let threadsGiven: Int?
+    var threads: Int {
+        threadsGiven ?? VP8Settings.threadCount(width: width, height: height, cores: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), concurrentEncoders: 1)
+    }
     let work: URL
+    let keep: Bool  // keep the logs, and trace our host's stages
 
     struct Outcome {
         var name: String
@@ -25,34 +31,39 @@ struct SideBySide {
         var missing = 0
     }
 
-    /// Frame `n` stamped with its number, in `format` (the input format by default).
-    func payload(_ n: Int, format: PixelFormat? = nil) throws -> PixelBuffer {
-        let source = frames[n % frames.count]
-        let copy = try PixelBuffer(width: source.width, height: source.height, format: .i420, rowAlignment: 1)
-        source.withUnsafeBytes { bytes in copy.withUnsafeMutablePlane(0) { target, _ in target.baseAddress!.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) } }
-        FrameStamp.stamp(UInt64(n), into: copy)
-        if (format ?? input) == .i420 { return copy }
-        let bgra = try PixelBuffer(width: copy.width, height: copy.height, format: .bgra, rowAlignment: 1)
-        _ = try FrameFormatter(format: .bgra, orientation: .up).format(copy).withUnsafeBytes { bytes in
-            bgra.withUnsafeMutablePlane(0) { target, _ in target.baseAddress!.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
+    /// The clip's frames in `format` (the input format by default), ready to be stamped and fed.
+    func pool(format: PixelFormat? = nil) throws -> [PixelBuffer] {
+        try frames.map { source in
+            let copy = try PixelBuffer(width: source.width, height: source.height, format: .i420, rowAlignment: 1)
+            source.withUnsafeBytes { bytes in copy.withUnsafeMutablePlane(0) { target, _ in target.baseAddress!.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) } }
+            if (format ?? input) == .i420 { return copy }
+            let bgra = try PixelBuffer(width: copy.width, height: copy.height, format: .bgra, rowAlignment: 1)
+            _ = try FrameFormatter(format: .bgra, orientation: .up).format(copy).withUnsafeBytes { bytes in
+                bgra.withUnsafeMutablePlane(0) { target, _ in target.baseAddress!.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
+            }
+            return bgra
         }
-        return bgra
     }
 
     /// Starts the receiver on `port` for `seconds`.
     func receiver(port: Int, captures: String, report: String, seconds: Double) throws -> Process {
-        try launch("frame-relay", ["receive", "--port", "\(port)", "--duration", "\(seconds)", "--captures", captures, "--report", report, "--quiet"])
+        try launch("frame-relay", ["receive", "--port", "\(port)", "--duration", "\(seconds)", "--captures", captures, "--report", report,
+                                   "--arrivals", report.replacingOccurrences(of: ".json", with: "-arrivals.jsonl"), "--quiet"])
     }
 
     /// Feeds every frame on schedule to `feed`, logging capture times; returns the log's path.
     func feed(_ name: String, format: PixelFormat? = nil, _ body: (Int, PixelBuffer, UInt64) throws -> Void) throws -> (log: String, seconds: Double) {
         let log = work.appendingPathComponent("\(name)-captures.jsonl").path
         var lines = ""
-        let prepared = try (0..<min(count, 60)).map { try payload($0, format: format) }
+        lines.reserveCapacity(count * 40)
+        // Prepared before the clock starts; each frame is stamped with its number in place
+        // (a few cells), so the feeder costs every pipeline the same, next to nothing.
+        let prepared = try pool(format: format)
         let start = MonotonicClock.now()
         for n in 0..<count {
             if fps > 0 { MonotonicClock.sleep(until: start + UInt64(Double(n) * 1e9 / fps)) }
-            let frame = n < prepared.count ? prepared[n] : try payload(n, format: format)
+            let frame = prepared[n % prepared.count]
+            FrameStamp.stamp(UInt64(n), into: frame)
             let captured = MonotonicClock.now()
             lines += "{\"frame\":\(n),\"captured\":\(captured)}\n"
             try body(n, frame, captured)
@@ -93,11 +104,13 @@ struct SideBySide {
         var options = RTPSession.Options()
         options.destinations = [try Destination("127.0.0.1:\(port)")]
         let rtp = try RTPSession(options: options)
-        let encoder = try VP8Encoder(settings: { var s = VP8Settings(); s.bitrateKbps = bitrate; s.screenContentMode = 0; return s }())
-        // The floor: libvpx's own input format, whatever the others are given.
-        let (log, seconds) = try feed("plain", format: .i420) { _, frame, captured in
+        let encoder = try VP8Encoder(settings: { var s = VP8Settings(); s.bitrateKbps = bitrate; s.screenContentMode = 0; s.threads = threads; return s }())
+        // The floor: the same frames straight into libvpx, converted first (one libyuv call) when they are BGRA.
+        let picture = try PixelBuffer(width: width, height: height, format: .i420)
+        let (log, seconds) = try feed("plain") { _, frame, captured in
             _ = rtp.poll(now: captured)
-            try encoder.encode(EncoderInput(frame), captureTime: captured) { rtp.send($0, captureTime: captured) }
+            if frame.format == .bgra { _ = plainConvert(frame, into: picture) }
+            try encoder.encode(EncoderInput(frame.format == .bgra ? picture : frame), captureTime: captured) { rtp.send($0, captureTime: captured) }
         }
         rename(log, captures)
         return try finish("plain libvpx", report: report, offered: count, seconds: seconds, receiver: rx)
@@ -114,7 +127,7 @@ struct SideBySide {
             "-v", "error", "-f", "rawvideo", "-pix_fmt", input == .bgra ? "bgra" : "yuv420p", "-s", "\(width)x\(height)", "-framerate", "30", "-i", "-",
             "-pix_fmt", "yuv420p", "-c:v", "libvpx", "-deadline", "realtime", "-cpu-used", "-6", "-b:v", "\(bitrate)k", "-minrate", "\(bitrate)k", "-maxrate", "\(bitrate)k",
             "-bufsize", "\(bitrate)k", "-qmin", "12", "-qmax", "56", "-undershoot-pct", "100", "-overshoot-pct", "15", "-static-thresh", "100",
-            "-lag-in-frames", "0", "-threads", "2", "-g", "90", "-f", "rtp", "-payload_type", "96", "rtp://127.0.0.1:\(port)?pkt_size=1200",
+            "-lag-in-frames", "0", "-threads", "\(threads)", "-g", "90", "-f", "rtp", "-payload_type", "96", "rtp://127.0.0.1:\(port)?pkt_size=1200",
         ]
         let pipe = Pipe()
         ffmpeg.standardInput = pipe
@@ -142,7 +155,7 @@ struct SideBySide {
             "rawvideoparse", "width=\(width)", "height=\(height)", "format=\(format)", "framerate=30/1", "!",
             "videoconvert", "!", "video/x-raw,format=I420", "!",
             "vp8enc", "deadline=1", "cpu-used=-6", "target-bitrate=\(bitrate * 1000)", "end-usage=cbr", "min-quantizer=12", "max-quantizer=56",
-            "undershoot=100", "overshoot=15", "static-threshold=100", "lag-in-frames=0", "threads=2", "keyframe-max-dist=90", "!",
+            "undershoot=100", "overshoot=15", "static-threshold=100", "lag-in-frames=0", "threads=\(threads)", "keyframe-max-dist=90", "!",
             "rtpvp8pay", "mtu=1200", "pt=96", "!", "udpsink", "host=127.0.0.1", "port=\(port)", "sync=false", "async=false",
         ]
         encode.standardError = FileHandle.nullDevice  // shmsrc complains when the feeder closes: expected at the end
@@ -176,20 +189,22 @@ struct SideBySide {
         let captures = work.appendingPathComponent("ours-captures.jsonl").path
         let rx = try receiver(port: port, captures: captures, report: report, seconds: receiveSeconds)
         let group = try AppGroup("group.bench.framerelay.sidebyside")
-        let sample = try payload(0)
-        let producer = try RingProducer(appGroup: group, slotCapacity: sample.capacity)
+        let capacity = try PixelBuffer.capacity(width: width, height: height, format: input, rowAlignment: 1)
+        let producer = try RingProducer(appGroup: group, slotCapacity: capacity)
         let host = try launch("frame-relay", [
             // Screen-content mode 0: ffmpeg and GStreamer cannot set it, so all four encode alike.
-            "--app-group", group.name, "--rtp", "127.0.0.1:\(port)", "--bitrate", "\(bitrate)", "--screen-content-mode", "0",
+            "--app-group", group.name, "--rtp", "127.0.0.1:\(port)", "--bitrate", "\(bitrate)", "--screen-content-mode", "0", "--threads", "\(threads)",
             "--exit-when-finished", "--quiet",
-        ])
+        ] + (keep ? ["--trace", work.appendingPathComponent("ours-trace.jsonl").path] : []))
         usleep(500_000)
         let (log, seconds) = try feed("ours") { n, frame, captured in
             try producer.publish(frame, frameNumber: UInt64(n), captureTime: captured)
             // As fast as they go: the next frame when the host has taken this one, as a
             // pipe makes ffmpeg's and GStreamer's feeders wait (else the newest frame wins).
+            // Polled every 0.5 ms: the host spends several ms on each frame, and a finer
+            // poll would take CPU from it that a feeder blocked in write(2) does not.
             let deadline = MonotonicClock.now() + 1_000_000_000
-            while fps == 0, producer.framesTaken <= UInt64(n), MonotonicClock.now() < deadline { usleep(50) }
+            while fps == 0, producer.framesTaken <= UInt64(n), MonotonicClock.now() < deadline { usleep(500) }
         }
         usleep(500_000)
         producer.finish()
@@ -199,35 +214,65 @@ struct SideBySide {
     }
 }
 
-/// Runs the four pipelines in turn and reports decoded frames/s and glass-to-glass latency.
-func sideBySide(clip: String, input: PixelFormat, fps: Double, count: Int) throws -> [BenchmarkResult] {
+/// Runs the four pipelines in turn, `rounds` times (each round starting
+/// with the next pipeline, so none always meets the machine first), and
+/// reports the median over rounds of decoded frames/s and glass-to-glass
+/// p50/p99, with ours as a ratio to each peer. Each pipeline's capture log,
+/// decode log and receiver report stay in `keep` when given.
+func sideBySide(clip: String, input: PixelFormat, fps: Double, count: Int, rounds: Int, threads: Int?, keep: String?) throws -> [BenchmarkResult] {
     let set = try loadFrames(source: "clip", width: 1280, height: 720, count: 60, clip: clip)
     let tight = try set.i420.map { frame -> PixelBuffer in
         let copy = try PixelBuffer(width: frame.width, height: frame.height, format: .i420, rowAlignment: 1)
         scale(frame, into: copy)
         return copy
     }
-    let work = FileManager.default.temporaryDirectory.appendingPathComponent("frame-relay-side-by-side-\(getpid())")
-    try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: work) }
-    let bench = SideBySide(frames: tight, input: input, fps: fps, count: count, work: work)
-    let base = 42_000 + 8 * Int(getpid() % 1000)
-    var outcomes: [SideBySide.Outcome] = []
-    outcomes.append(try bench.runPlain(port: base))
-    outcomes.append(try bench.runFFmpeg(port: base + 2))
-    outcomes.append(try bench.runGStreamer(port: base + 4))
-    outcomes.append(try bench.runOurs(port: base + 6))
     let mode = fps > 0 ? "\(Int(fps))fps" : "max"
+    let root = keep.map { URL(fileURLWithPath: $0).appendingPathComponent("\(input)-\(mode)") }
+        ?? FileManager.default.temporaryDirectory.appendingPathComponent("frame-relay-side-by-side-\(getpid())")
+    defer { if keep == nil { try? FileManager.default.removeItem(at: root) } }
+    let base = 42_000 + 8 * Int(getpid() % 1000)
+    let names = ["plain libvpx", "ffmpeg", "GStreamer", "FrameRelay"]
+    var outcomes: [String: [SideBySide.Outcome]] = [:]
+    for round in 0..<rounds {
+        let work = root.appendingPathComponent("round-\(round + 1)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        let bench = SideBySide(frames: tight, input: input, fps: fps, count: count, threadsGiven: threads, work: work, keep: keep != nil)
+        for i in 0..<4 {
+            let which = (i + round) % 4
+            let port = base + 2 * which
+            let outcome = try [bench.runPlain, bench.runFFmpeg, bench.runGStreamer, bench.runOurs][which](port)
+            outcomes[outcome.name, default: []].append(outcome)
+        }
+    }
+    func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+    func throughput(_ o: SideBySide.Outcome) -> Double { Double(o.decoded) / max(o.seconds, 0.001) }
     var results: [BenchmarkResult] = []
-    for outcome in outcomes {
-        let key = outcome.name.lowercased().replacingOccurrences(of: " ", with: "_")
-        let name = "side_by_side.\(input).\(mode).\(key)"
-        let throughput = Double(outcome.decoded) / max(outcome.seconds, 0.001)
-        results.append(BenchmarkResult(name: name + ".decoded_throughput", unit: "fps", value: throughput,
-            extra: "\(outcome.decoded) of \(outcome.offered) frames decoded by the receiver, \(outcome.missing) missing"))
-        if let g2g = outcome.glassToGlass {
-            results.append(BenchmarkResult(name: name + ".glass_to_glass.p50", unit: "us", value: g2g.p50))
-            results.append(BenchmarkResult(name: name + ".glass_to_glass.p99", unit: "us", value: g2g.p99))
+    var summary: [String: (fps: Double, p99: Double)] = [:]
+    for name in names {
+        let runs = outcomes[name] ?? []
+        let key = name.lowercased().replacingOccurrences(of: " ", with: "_")
+        let prefix = "side_by_side.\(input).\(mode).\(key)"
+        let fpsValues = runs.map(throughput)
+        let perRound = fpsValues.map { fixed($0, 1) }.joined(separator: " / ")
+        let decoded = runs.map { "\($0.decoded)" }.joined(separator: "/")
+        results.append(BenchmarkResult(name: prefix + ".decoded_throughput", unit: "fps", value: median(fpsValues),
+            extra: "median of \(runs.count): \(perRound) fps; \(decoded) of \(count) frames decoded"))
+        let latencies = runs.compactMap(\.glassToGlass)
+        guard !latencies.isEmpty else { continue }
+        let p99 = median(latencies.map(\.p99))
+        results.append(BenchmarkResult(name: prefix + ".glass_to_glass.p50", unit: "us", value: median(latencies.map(\.p50))))
+        results.append(BenchmarkResult(name: prefix + ".glass_to_glass.p99", unit: "us", value: p99,
+            extra: latencies.map { fixed($0.p99 / 1000, 1) }.joined(separator: " / ") + " ms"))
+        summary[name] = (median(fpsValues), p99)
+    }
+    if let ours = summary["FrameRelay"] {
+        for peer in names.dropLast() {
+            guard let other = summary[peer] else { continue }
+            let key = peer.lowercased().replacingOccurrences(of: " ", with: "_")
+            results.append(BenchmarkResult(name: "side_by_side.\(input).\(mode).throughput_ratio_to_\(key)", unit: "x", value: ours.fps / other.fps))
+            if peer != "plain libvpx" {
+                results.append(BenchmarkResult(name: "side_by_side.\(input).\(mode).p99_ratio_to_\(key)", unit: "x", value: ours.p99 / other.p99))
+            }
         }
     }
     return results

@@ -16,6 +16,9 @@ func main() throws -> Int32 {
     parser.flag("side-by-side", help: "Also run plain libvpx, ffmpeg, GStreamer and FrameRelay on the same frames into one receiver.")
     parser.option("side-fps", "N", default: "30", help: "Feed rate for --side-by-side (0: as fast as they go).")
     parser.option("side-frames", "N", default: "300", help: "Frames per pipeline for --side-by-side.")
+    parser.option("side-rounds", "N", default: "3", help: "Rounds of the four pipelines for --side-by-side; figures are medians over rounds.")
+    parser.option("side-threads", "N", help: "Encoder threads for all four pipelines (default: FrameRelay's policy for 720p on this machine).")
+    parser.option("side-keep", "DIR", help: "Keep each pipeline's capture and decode logs (JSON lines) and receiver report in DIR.")
     try parser.parse(Array(CommandLine.arguments.dropFirst()))
     let threshold = try parser.double("threshold", in: 0...10_000)!
     var baseline: [BenchmarkResult]?
@@ -36,7 +39,7 @@ func main() throws -> Int32 {
         let fps = try parser.double("side-fps", in: 0...240)!
         let frames = try parser.int("side-frames", in: 10...100_000)!
         for input in [PixelFormat.i420, .bgra] {
-            try runner.run("side_by_side.\(input)") { try sideBySide(clip: clip, input: input, fps: fps, count: frames) }
+            try runner.run("side_by_side.\(input)") { try sideBySide(clip: clip, input: input, fps: fps, count: frames, rounds: try parser.int("side-rounds", in: 1...100)!, threads: try parser.int("side-threads", in: 1...16), keep: parser.string("side-keep")) }
         }
     }
 

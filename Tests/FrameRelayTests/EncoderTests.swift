@@ -126,5 +126,20 @@ import Testing
         let result = run(Paths.executable("broadcast-sim"), ["--app-group", uniqueGroup().name, "--size", "16384x100"])
         #expect(result.status != 0 && result.stderr.contains("1...16383"))
     }
-}
 
+    /// WebRTC's VP8 thread counts, then the cap that keeps all encoders within the cores.
+    @Test func threadPolicyFollowsWebRTCAndSharesTheCores() {
+        let policy = { (w: Int, h: Int, cores: Int, encoders: Int) in
+            VP8Settings.threadCount(width: w, height: h, cores: cores, concurrentEncoders: encoders)
+        }
+        #expect(policy(1280, 720, 2, 1) == 1)  // two cores: one thread, at any size
+        #expect(policy(1920, 1080, 2, 1) == 1)
+        #expect(policy(640, 480, 8, 1) == 1)  // VGA or less: one
+        #expect(policy(1280, 720, 4, 1) == 2)
+        #expect(policy(1280, 720, 6, 1) == 3)
+        #expect(policy(1920, 1080, 6, 1) == 3)
+        #expect(policy(1920, 1080, 16, 1) == 8)
+        #expect(policy(1920, 1080, 16, 4) == 4)  // four encoders share sixteen cores
+        #expect(policy(1920, 1080, 4, 8) == 1)  // more encoders than cores
+    }
+}

@@ -4,7 +4,7 @@
 # shmsrc -> vp8enc -> rtpvp8pay -> udpsink) and FrameRelay (ring -> host ->
 # RTP), each measured by `frame-relay receive` (decoded frames, glass-to-glass
 # latency by the frame number stamped into every picture).
-# Usage: Benchmarks/side-by-side.sh [FPS (0 = as fast as they go)] [FRAMES]
+# Usage: Benchmarks/side-by-side.sh [FPS (default 0: as fast as they go)] [FRAMES (300)] [ROUNDS (3)]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps
@@ -13,4 +13,4 @@ clip=$(mktemp -d)/desktop-720p30.y4m
 xz -dc ../shared/clips/desktop-720p30.y4m.xz > "$clip"
 trap 'rm -rf "$(dirname "$clip")"' EXIT
 .build/release/frame-relay-bench --side-by-side --clip "$clip" --filter side_by_side \
-  --side-fps "${1:-30}" --side-frames "${2:-300}" --output side-by-side.json
+  --side-fps "${1:-0}" --side-frames "${2:-300}" --side-rounds "${3:-3}" --output side-by-side.json

@@ -17,7 +17,10 @@ import Testing
         for _ in 0..<100 where !FileManager.default.fileExists(atPath: sdp) { usleep(20_000) }
         let ffmpeg = Spawned("/usr/bin/ffmpeg", ["-v", "error", "-protocol_whitelist", "file,udp,rtp", "-i", sdp,
                                                  "-f", "rawvideo", "-pix_fmt", "gray", "-y", raw])
-        usleep(800_000)
+        // Under load ffmpeg can take over a second to open the SDP; a receiver that misses
+        // the first keyframe decodes nothing until the next one.
+        #expect(waitUntilUDPPortIsBound(port), "ffmpeg never bound port \(port): \(ffmpeg.stderr)")
+        usleep(200_000)
         let p = producer(group, ["--size", "640x360", "--fps", "30", "--frames", "120", "--quiet"])
         #expect(p.wait() == 0)
         #expect(h.wait() == 0)
@@ -59,7 +62,8 @@ import Testing
             "!", "rtpjitterbuffer", "latency=100", "!", "rtpvp8depay", "!", "vp8dec", "!", "videoconvert",
             "!", "video/x-raw,format=GRAY8", "!", "filesink", "location=\(raw)",
         ])
-        usleep(800_000)
+        #expect(waitUntilUDPPortIsBound(port), "GStreamer never bound port \(port): \(gst.stderr)")
+        usleep(200_000)
         let h = host([group], ["--rtp", "127.0.0.1:\(port)", "--exit-when-finished", "--report", hostStats, "--quiet"])
         let p = producer(group, ["--size", "640x360", "--fps", "30", "--frames", "120", "--quiet"])
         #expect(p.wait() == 0)

@@ -91,3 +91,22 @@ final class TestRTPPeer {
 func freePortPair() -> Int {
     20_000 + 2 * Int.random(in: 0..<10_000)
 }
+
+/// Waits until some process has a UDP socket bound to `port` (a receiver we
+/// spawned is ready once it has), at most `timeout` seconds.
+func waitUntilUDPPortIsBound(_ port: Int, timeout: Double = 15) -> Bool {
+    let hex = ":" + String(format: "%04X", port) + " "
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        for table in ["/proc/net/udp", "/proc/net/udp6"] {
+            // Each line: "sl local_address rem_address ...", local_address as ADDR:PORT in hex.
+            if let text = try? String(contentsOfFile: table, encoding: .utf8),
+                text.split(separator: "\n").dropFirst().contains(where: { $0.split(separator: " ", maxSplits: 2).dropFirst().first.map { ($0 + " ").hasSuffix(hex) } ?? false })
+            {
+                return true
+            }
+        }
+        usleep(20_000)
+    }
+    return false
+}

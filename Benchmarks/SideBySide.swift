@@ -31,12 +31,12 @@ struct SideBySide {
         var missing = 0
     }
 
-    /// The clip's frames in `format` (the input format by default), ready to be stamped and fed.
-    func pool(format: PixelFormat? = nil) throws -> [PixelBuffer] {
+    /// The clip's frames in the input format, ready to be stamped and fed.
+    func pool() throws -> [PixelBuffer] {
         try frames.map { source in
             let copy = try PixelBuffer(width: source.width, height: source.height, format: .i420, rowAlignment: 1)
             source.withUnsafeBytes { bytes in copy.withUnsafeMutablePlane(0) { target, _ in target.baseAddress!.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) } }
-            if (format ?? input) == .i420 { return copy }
+            if input == .i420 { return copy }
             let bgra = try PixelBuffer(width: copy.width, height: copy.height, format: .bgra, rowAlignment: 1)
             _ = try FrameFormatter(format: .bgra, orientation: .up).format(copy).withUnsafeBytes { bytes in
                 bgra.withUnsafeMutablePlane(0) { target, _ in target.baseAddress!.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
@@ -45,20 +45,32 @@ struct SideBySide {
         }
     }
 
-    /// Starts the receiver on `port` for `seconds`.
-    func receiver(port: Int, captures: String, report: String, seconds: Double) throws -> Process {
-        try launch("frame-relay", ["receive", "--port", "\(port)", "--duration", "\(seconds)", "--captures", captures, "--report", report,
-                                   "--arrivals", report.replacingOccurrences(of: ".json", with: "-arrivals.jsonl"), "--quiet"])
+    /// Starts the receiver for pipeline `key`, runs `pipeline` (which feeds
+    /// every frame through ``feed(_:_:)`` and returns the feed's seconds), and
+    /// collects what the receiver decoded and matched to the capture log.
+    func measure(_ name: String, key: String, port: Int, _ pipeline: () throws -> Double) throws -> Outcome {
+        let report = work.appendingPathComponent("\(key).json").path
+        let receiver = try launch("frame-relay", [
+            "receive", "--port", "\(port)", "--duration", "\(receiveSeconds)", "--captures", capturesPath(key), "--report", report,
+            "--arrivals", work.appendingPathComponent("\(key)-arrivals.jsonl").path, "--quiet",
+        ])
+        usleep(300_000)
+        let seconds = try pipeline()
+        receiver.waitUntilExit()
+        let result = try JSONDecoder().decode(ReceiveReport.self, from: Data(contentsOf: URL(fileURLWithPath: report)))
+        return Outcome(name: name, decoded: result.matched, offered: count, seconds: seconds, glassToGlass: result.glassToGlass, missing: result.missing)
     }
 
-    /// Feeds every frame on schedule to `feed`, logging capture times; returns the log's path.
-    func feed(_ name: String, format: PixelFormat? = nil, _ body: (Int, PixelBuffer, UInt64) throws -> Void) throws -> (log: String, seconds: Double) {
-        let log = work.appendingPathComponent("\(name)-captures.jsonl").path
+    func capturesPath(_ key: String) -> String { work.appendingPathComponent("\(key)-captures.jsonl").path }
+
+    /// Feeds every frame on schedule to `body`, logging capture times for
+    /// pipeline `key`; returns the seconds it took.
+    func feed(_ key: String, _ body: (Int, PixelBuffer, UInt64) throws -> Void) throws -> Double {
         var lines = ""
         lines.reserveCapacity(count * 40)
         // Prepared before the clock starts; each frame is stamped with its number in place
         // (a few cells), so the feeder costs every pipeline the same, next to nothing.
-        let prepared = try pool(format: format)
+        let prepared = try pool()
         let start = MonotonicClock.now()
         for n in 0..<count {
             if fps > 0 { MonotonicClock.sleep(until: start + UInt64(Double(n) * 1e9 / fps)) }
@@ -69,14 +81,8 @@ struct SideBySide {
             try body(n, frame, captured)
         }
         let seconds = Double(MonotonicClock.now() - start) / 1e9
-        try lines.write(toFile: log, atomically: true, encoding: .utf8)
-        return (log, seconds)
-    }
-
-    func finish(_ name: String, report: String, offered: Int, seconds: Double, receiver: Process) throws -> Outcome {
-        receiver.waitUntilExit()
-        let result = try JSONDecoder().decode(ReceiveReport.self, from: Data(contentsOf: URL(fileURLWithPath: report)))
-        return Outcome(name: name, decoded: result.matched, offered: offered, seconds: seconds, glassToGlass: result.glassToGlass, missing: result.missing)
+        try lines.write(toFile: capturesPath(key), atomically: true, encoding: .utf8)
+        return seconds
     }
 
     /// Writes all of a buffer's bytes to a pipe.
@@ -96,31 +102,21 @@ struct SideBySide {
     var height: Int { frames[0].height }
     var receiveSeconds: Double { (fps > 0 ? Double(count) / fps : Double(count) / 40) + 6 }
 
-    func runPlain(port: Int) throws -> Outcome {
-        let report = work.appendingPathComponent("plain.json").path
-        let captures = work.appendingPathComponent("plain-captures.jsonl").path
-        let rx = try receiver(port: port, captures: captures, report: report, seconds: receiveSeconds)
-        usleep(300_000)
+    func runPlain(port: Int) throws -> Outcome { try measure("plain libvpx", key: "plain", port: port) {
         var options = RTPSession.Options()
         options.destinations = [try Destination("127.0.0.1:\(port)")]
         let rtp = try RTPSession(options: options)
         let encoder = try VP8Encoder(settings: { var s = VP8Settings(); s.bitrateKbps = bitrate; s.screenContentMode = 0; s.threads = threads; return s }())
         // The floor: the same frames straight into libvpx, converted first (one libyuv call) when they are BGRA.
         let picture = try PixelBuffer(width: width, height: height, format: .i420)
-        let (log, seconds) = try feed("plain") { _, frame, captured in
+        return try feed("plain") { _, frame, captured in
             _ = rtp.poll(now: captured)
             if frame.format == .bgra { _ = plainConvert(frame, into: picture) }
             try encoder.encode(EncoderInput(frame.format == .bgra ? picture : frame), captureTime: captured) { rtp.send($0, captureTime: captured) }
         }
-        rename(log, captures)
-        return try finish("plain libvpx", report: report, offered: count, seconds: seconds, receiver: rx)
-    }
+    } }
 
-    func runFFmpeg(port: Int) throws -> Outcome {
-        let report = work.appendingPathComponent("ffmpeg.json").path
-        let captures = work.appendingPathComponent("ffmpeg-captures.jsonl").path
-        let rx = try receiver(port: port, captures: captures, report: report, seconds: receiveSeconds)
-        usleep(300_000)
+    func runFFmpeg(port: Int) throws -> Outcome { try measure("ffmpeg", key: "ffmpeg", port: port) {
         let ffmpeg = Process()
         ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
         ffmpeg.arguments = [
@@ -134,18 +130,14 @@ struct SideBySide {
         ffmpeg.standardOutput = FileHandle.nullDevice
         try ffmpeg.run()
         let fd = pipe.fileHandleForWriting.fileDescriptor
-        let (log, seconds) = try feed("ffmpeg") { _, frame, _ in write(fd, frame) }
+        let seconds = try feed("ffmpeg") { _, frame, _ in write(fd, frame) }
         try pipe.fileHandleForWriting.close()
         ffmpeg.waitUntilExit()
-        rename(log, captures)
-        return try finish("ffmpeg", report: report, offered: count, seconds: seconds, receiver: rx)
-    }
+        return seconds
+    } }
 
-    func runGStreamer(port: Int) throws -> Outcome {
-        let report = work.appendingPathComponent("gst.json").path
-        let captures = work.appendingPathComponent("gst-captures.jsonl").path
+    func runGStreamer(port: Int) throws -> Outcome { try measure("GStreamer", key: "gst", port: port) {
         let socket = work.appendingPathComponent("gst.shm").path
-        let rx = try receiver(port: port, captures: captures, report: report, seconds: receiveSeconds)
         let format = input == .bgra ? "bgra" : "i420"
         let frameBytes = input == .bgra ? width * height * 4 : width * height * 3 / 2
         let encode = Process()
@@ -173,21 +165,17 @@ struct SideBySide {
         try encode.run()
         usleep(500_000)
         let fd = pipe.fileHandleForWriting.fileDescriptor
-        let (log, seconds) = try feed("gst") { _, frame, _ in write(fd, frame) }
+        let seconds = try feed("gst") { _, frame, _ in write(fd, frame) }
         try pipe.fileHandleForWriting.close()
         source.waitUntilExit()
         usleep(1_000_000)
         kill(encode.processIdentifier, SIGINT)
         encode.waitUntilExit()
         unlink(socket)
-        rename(log, captures)
-        return try finish("GStreamer", report: report, offered: count, seconds: seconds, receiver: rx)
-    }
+        return seconds
+    } }
 
-    func runOurs(port: Int) throws -> Outcome {
-        let report = work.appendingPathComponent("ours.json").path
-        let captures = work.appendingPathComponent("ours-captures.jsonl").path
-        let rx = try receiver(port: port, captures: captures, report: report, seconds: receiveSeconds)
+    func runOurs(port: Int) throws -> Outcome { try measure("FrameRelay", key: "ours", port: port) {
         let group = try AppGroup("group.bench.framerelay.sidebyside")
         let capacity = try PixelBuffer.capacity(width: width, height: height, format: input, rowAlignment: 1)
         let producer = try RingProducer(appGroup: group, slotCapacity: capacity)
@@ -197,7 +185,7 @@ struct SideBySide {
             "--exit-when-finished", "--quiet",
         ] + (keep ? ["--trace", work.appendingPathComponent("ours-trace.jsonl").path] : []))
         usleep(500_000)
-        let (log, seconds) = try feed("ours") { n, frame, captured in
+        let seconds = try feed("ours") { n, frame, captured in
             try producer.publish(frame, frameNumber: UInt64(n), captureTime: captured)
             // As fast as they go: the next frame when the host has taken this one, as a
             // pipe makes ffmpeg's and GStreamer's feeders wait (else the newest frame wins).
@@ -209,9 +197,8 @@ struct SideBySide {
         usleep(500_000)
         producer.finish()
         host.waitUntilExit()
-        rename(log, captures)
-        return try finish("FrameRelay", report: report, offered: count, seconds: seconds, receiver: rx)
-    }
+        return seconds
+    } }
 }
 
 /// Runs the four pipelines in turn, `rounds` times (each round starting

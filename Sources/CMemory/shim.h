@@ -13,10 +13,10 @@
 #include <emmintrin.h>
 #endif
 
-/// Copies n bytes from src to dst with non-temporal stores where the CPU has
-/// them (SSE2, baseline on x86-64) and n is at least 2 MiB, memcpy otherwise. The regions must not
-/// overlap. Ends with a store fence, so a release store that follows
-/// publishes the copied bytes.
+/// Copies n bytes from src to dst: with non-temporal stores when n is at
+/// least 2 MiB and the CPU has them (SSE2, baseline on x86-64), with memcpy
+/// otherwise. The regions must not overlap. Ends with a store fence, so a
+/// release store that follows publishes the copied bytes.
 static inline void cmem_stream_copy(void *dst, const void *src, size_t n) {
 #if defined(__x86_64__)
     uint8_t *d = (uint8_t *)dst;

@@ -1,3 +1,4 @@
+import CMemory
 import CTurboJPEG
 import CVpx
 import CYuv
@@ -39,5 +40,22 @@ import Testing
         #expect(ARGBToI420(&bgra, 16, &y, 4, &u, 2, &v, 2, 4, 4) == 0)
         #expect(y[0] == 235)
         #expect(u[0] == 128 && v[0] == 128)
+    }
+
+    /// The ring's frame copy, on both sides of its 2 MiB switch to
+    /// non-temporal stores, at every destination alignment and ragged tails.
+    @Test(arguments: [4096, (2 << 20) - 1, 2 << 20, (2 << 20) + 63, 8_294_400 + 17])
+    func streamCopyCopiesEveryByte(_ count: Int) {
+        let source = UnsafeMutableRawPointer.allocate(byteCount: count, alignment: 64)
+        let target = UnsafeMutableRawPointer.allocate(byteCount: count + 16, alignment: 64)
+        defer { source.deallocate(); target.deallocate() }
+        for i in 0..<count { source.storeBytes(of: UInt8(truncatingIfNeeded: i &* 31 &+ i >> 11), toByteOffset: i, as: UInt8.self) }
+        for offset in [0, 1, 7, 15] {
+            target.initializeMemory(as: UInt8.self, repeating: 0xEE, count: count + 16)
+            cmem_stream_copy(target + offset, source, count)
+            #expect(memcmp(target + offset, source, count) == 0, "offset \(offset)")
+            #expect(target.load(fromByteOffset: offset + count, as: UInt8.self) == 0xEE, "wrote past the end at offset \(offset)")
+            if offset > 0 { #expect(target.load(fromByteOffset: offset - 1, as: UInt8.self) == 0xEE) }
+        }
     }
 }

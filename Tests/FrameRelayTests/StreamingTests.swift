@@ -193,4 +193,39 @@ import Testing
         #expect(result.status != 0 && result.stderr.contains("port \(port) (or \(port + 1) for RTCP) is already in use"), "\(result.stderr)")
         _ = holder
     }
+
+    /// A large keyframe leaves in paced bursts: the k-th burst of 16 packets
+    /// never before k × 0.3 ms after the first (a lower bound, which sleeping
+    /// guarantees however loaded the machine), and every packet arrives.
+    @Test func keyframesLeaveInPacedBursts() throws {
+        let port = freePortPair()
+        let peer = TestRTPPeer(port: port)
+        var options = RTPSession.Options()
+        options.destinations = [try Destination("127.0.0.1:\(port)")]
+        let session = try RTPSession(options: options)
+        var settings = VP8Settings()
+        settings.bitrateKbps = 20_000  // a keyframe of many packets
+        let encoder = try VP8Encoder(settings: settings)
+        let noise = try PixelBuffer(width: 1280, height: 720, format: .i420)
+        noise.withUnsafeMutablePlane(0) { bytes, _ in
+            var x: UInt32 = 2_463_534_242
+            for i in 0..<bytes.count {
+                x ^= x << 13; x ^= x >> 17; x ^= x << 5
+                bytes[i] = UInt8(truncatingIfNeeded: x)
+            }
+        }
+        var elapsed: UInt64 = 0
+        try encoder.encode(EncoderInput(noise), captureTime: MonotonicClock.now()) { frame in
+            #expect(frame.isKeyframe)
+            let start = MonotonicClock.now()
+            session.send(frame, captureTime: start)
+            elapsed = MonotonicClock.now() - start
+        }
+        let sent = session.summary.packets
+        let bursts = (sent + 15) / 16
+        #expect(bursts >= 4, "a keyframe of \(sent) packets is too small to show pacing")
+        #expect(elapsed >= (bursts - 1) * options.burstGap, "\(sent) packets in \(elapsed) ns")
+        peer.pump(1.0)
+        #expect(UInt64(peer.packetCount) == sent)
+    }
 }

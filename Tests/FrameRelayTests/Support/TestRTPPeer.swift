@@ -12,6 +12,7 @@ final class TestRTPPeer {
     let rtp: Int32
     let rtcp: Int32
     private(set) var frames: [FrameStart] = []
+    private(set) var packetCount = 0
     private(set) var reports: [SenderReport] = []
     private(set) var mediaSSRC: UInt32 = 0
     private var sender = sockaddr_in()
@@ -50,6 +51,7 @@ final class TestRTPPeer {
             while true {
                 let n = recv(rtp, &buffer, buffer.count, 0)
                 guard n >= 17 else { break }
+                packetCount += 1
                 mediaSSRC = UInt32(buffer[8]) << 24 | UInt32(buffer[9]) << 16 | UInt32(buffer[10]) << 8 | UInt32(buffer[11])
                 let timestamp = UInt32(buffer[4]) << 24 | UInt32(buffer[5]) << 16 | UInt32(buffer[6]) << 8 | UInt32(buffer[7])
                 let startOfFrame = buffer[12] & 0x10 != 0

@@ -9,7 +9,7 @@ import FrameRelay
 /// reads the frame number stamped into every picture and matches it to the
 /// time the feeder handed that frame over.
 struct SideBySide {
-    let frames: [PixelBuffer]  // upright I420, tight rows
+    let frames: [PixelBuffer]  // the clip in the input format, tight rows, stamped in place as each is fed
     let input: PixelFormat  // what the pipelines are given: i420 or bgra
     let fps: Double  // 0: as fast as they go
     let count: Int
@@ -29,20 +29,6 @@ struct SideBySide {
         var seconds = 0.0
         var glassToGlass: LatencySummary?
         var missing = 0
-    }
-
-    /// The clip's frames in the input format, ready to be stamped and fed.
-    func pool() throws -> [PixelBuffer] {
-        try frames.map { source in
-            let copy = try PixelBuffer(width: source.width, height: source.height, format: .i420, rowAlignment: 1)
-            source.withUnsafeBytes { bytes in copy.withUnsafeMutablePlane(0) { target, _ in target.baseAddress!.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) } }
-            if input == .i420 { return copy }
-            let bgra = try PixelBuffer(width: copy.width, height: copy.height, format: .bgra, rowAlignment: 1)
-            _ = try FrameFormatter(format: .bgra, orientation: .up).format(copy).withUnsafeBytes { bytes in
-                bgra.withUnsafeMutablePlane(0) { target, _ in target.baseAddress!.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
-            }
-            return bgra
-        }
     }
 
     /// Starts the receiver for pipeline `key`, runs `pipeline` (which feeds
@@ -70,11 +56,10 @@ struct SideBySide {
         lines.reserveCapacity(count * 40)
         // Prepared before the clock starts; each frame is stamped with its number in place
         // (a few cells), so the feeder costs every pipeline the same, next to nothing.
-        let prepared = try pool()
         let start = MonotonicClock.now()
         for n in 0..<count {
             if fps > 0 { MonotonicClock.sleep(until: start + UInt64(Double(n) * 1e9 / fps)) }
-            let frame = prepared[n % prepared.count]
+            let frame = frames[n % frames.count]
             FrameStamp.stamp(UInt64(n), into: frame)
             let captured = MonotonicClock.now()
             lines += "{\"frame\":\(n),\"captured\":\(captured)}\n"
@@ -208,10 +193,16 @@ struct SideBySide {
 /// decode log and receiver report stay in `keep` when given.
 func sideBySide(clip: String, input: PixelFormat, fps: Double, count: Int, rounds: Int, threads: Int?, keep: String?) throws -> [BenchmarkResult] {
     let set = try loadFrames(source: "clip", width: 1280, height: 720, count: 60, clip: clip)
-    let tight = try set.i420.map { frame -> PixelBuffer in
+    let formatter = FrameFormatter(format: .bgra, orientation: .up)
+    let prepared = try set.i420.map { frame -> PixelBuffer in
         let copy = try PixelBuffer(width: frame.width, height: frame.height, format: .i420, rowAlignment: 1)
         scale(frame, into: copy)
-        return copy
+        if input == .i420 { return copy }
+        let bgra = try PixelBuffer(width: copy.width, height: copy.height, format: .bgra, rowAlignment: 1)
+        _ = try formatter.format(copy).withUnsafeBytes { bytes in
+            bgra.withUnsafeMutablePlane(0) { target, _ in target.baseAddress!.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
+        }
+        return bgra
     }
     let mode = fps > 0 ? "\(Int(fps))fps" : "max"
     let root = keep.map { URL(fileURLWithPath: $0).appendingPathComponent("\(input)-\(mode)") }
@@ -223,7 +214,7 @@ func sideBySide(clip: String, input: PixelFormat, fps: Double, count: Int, round
     for round in 0..<rounds {
         let work = root.appendingPathComponent("round-\(round + 1)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
-        let bench = SideBySide(frames: tight, input: input, fps: fps, count: count, threadsGiven: threads, work: work, keep: keep != nil)
+        let bench = SideBySide(frames: prepared, input: input, fps: fps, count: count, threadsGiven: threads, work: work, keep: keep != nil)
         for i in 0..<4 {
             let which = (i + round) % 4
             let port = base + 2 * which

@@ -97,16 +97,13 @@ func freePortPair() -> Int {
 /// Waits until some process has a UDP socket bound to `port` (a receiver we
 /// spawned is ready once it has), at most `timeout` seconds.
 func waitUntilUDPPortIsBound(_ port: Int, timeout: Double = 15) -> Bool {
-    let hex = ":" + String(format: "%04X", port) + " "
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {
         for table in ["/proc/net/udp", "/proc/net/udp6"] {
-            // Each line: "sl local_address rem_address ...", local_address as ADDR:PORT in hex.
-            if let text = try? String(contentsOfFile: table, encoding: .utf8),
-                text.split(separator: "\n").dropFirst().contains(where: { $0.split(separator: " ", maxSplits: 2).dropFirst().first.map { ($0 + " ").hasSuffix(hex) } ?? false })
-            {
-                return true
-            }
+            // After the heading, each line is "sl: ADDR:PORT REMOTE …" with the local port in hex.
+            let lines = ((try? String(contentsOfFile: table, encoding: .utf8)) ?? "").split(separator: "\n").dropFirst()
+            let ports = lines.compactMap { line in line.split(separator: " ").dropFirst().first?.split(separator: ":").last.flatMap { Int($0, radix: 16) } }
+            if ports.contains(port) { return true }
         }
         usleep(20_000)
     }

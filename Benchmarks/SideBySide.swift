@@ -10,7 +10,7 @@ import FrameRelay
 /// time the feeder handed that frame over.
 struct SideBySide {
     let frames: [PixelBuffer]  // the clip in the input format, tight rows, stamped in place as each is fed
-    let input: PixelFormat  // what the pipelines are given: i420 or bgra
+    let input: PixelFormat  // what the pipelines are given: i420, nv12 (what ReplayKit gives) or bgra
     let fps: Double  // 0: as fast as they go
     let count: Int
     let bitrate = 2500
@@ -83,6 +83,7 @@ struct SideBySide {
         }
     }
 
+    var ffmpegPixelFormat: String { input == .i420 ? "yuv420p" : "\(input)" }  // ffmpeg's names: yuv420p, nv12, bgra
     var width: Int { frames[0].width }
     var height: Int { frames[0].height }
     var receiveSeconds: Double { (fps > 0 ? Double(count) / fps : Double(count) / 40) + 6 }
@@ -92,7 +93,7 @@ struct SideBySide {
         options.destinations = [try Destination("127.0.0.1:\(port)")]
         let rtp = try RTPSession(options: options)
         let encoder = try VP8Encoder(settings: { var s = VP8Settings(); s.bitrateKbps = bitrate; s.screenContentMode = 0; s.threads = threads; return s }())
-        // The floor: the same frames straight into libvpx, converted first (one libyuv call) when they are BGRA.
+        // The floor: the same frames straight into libvpx (which reads I420 and NV12), converted first (one libyuv call) when they are BGRA.
         let picture = try PixelBuffer(width: width, height: height, format: .i420)
         return try feed("plain") { _, frame, captured in
             _ = rtp.poll(now: captured)
@@ -105,7 +106,7 @@ struct SideBySide {
         let ffmpeg = Process()
         ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
         ffmpeg.arguments = [
-            "-v", "error", "-f", "rawvideo", "-pix_fmt", input == .bgra ? "bgra" : "yuv420p", "-s", "\(width)x\(height)", "-framerate", "30", "-i", "-",
+            "-v", "error", "-f", "rawvideo", "-pix_fmt", ffmpegPixelFormat, "-s", "\(width)x\(height)", "-framerate", "30", "-i", "-",
             "-pix_fmt", "yuv420p", "-c:v", "libvpx", "-deadline", "realtime", "-cpu-used", "-6", "-b:v", "\(bitrate)k", "-minrate", "\(bitrate)k", "-maxrate", "\(bitrate)k",
             "-bufsize", "\(bitrate)k", "-qmin", "12", "-qmax", "56", "-undershoot-pct", "100", "-overshoot-pct", "15", "-static-thresh", "100",
             "-lag-in-frames", "0", "-threads", "\(threads)", "-g", "90", "-f", "rtp", "-payload_type", "96", "rtp://127.0.0.1:\(port)?pkt_size=1200",
@@ -123,8 +124,8 @@ struct SideBySide {
 
     func runGStreamer(port: Int) throws -> Outcome { try measure("GStreamer", key: "gst", port: port) {
         let socket = work.appendingPathComponent("gst.shm").path
-        let format = input == .bgra ? "bgra" : "i420"
-        let frameBytes = input == .bgra ? width * height * 4 : width * height * 3 / 2
+        let format = "\(input)"  // rawvideoparse's names: i420, nv12, bgra
+        let frameBytes = frames[0].withUnsafeBytes(\.count)
         let encode = Process()
         encode.executableURL = URL(fileURLWithPath: "/usr/bin/gst-launch-1.0")
         encode.arguments = [
@@ -193,16 +194,13 @@ struct SideBySide {
 /// decode log and receiver report stay in `keep` when given.
 func sideBySide(clip: String, input: PixelFormat, fps: Double, count: Int, rounds: Int, threads: Int?, keep: String?) throws -> [BenchmarkResult] {
     let set = try loadFrames(source: "clip", width: 1280, height: 720, count: 60, clip: clip)
-    let formatter = FrameFormatter(format: .bgra, orientation: .up)
     let prepared = try set.i420.map { frame -> PixelBuffer in
         let copy = try PixelBuffer(width: frame.width, height: frame.height, format: .i420, rowAlignment: 1)
         scale(frame, into: copy)
         if input == .i420 { return copy }
-        let bgra = try PixelBuffer(width: copy.width, height: copy.height, format: .bgra, rowAlignment: 1)
-        _ = try formatter.format(copy).withUnsafeBytes { bytes in
-            bgra.withUnsafeMutablePlane(0) { target, _ in target.baseAddress!.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
-        }
-        return bgra
+        let converted = try PixelBuffer(width: copy.width, height: copy.height, format: input, rowAlignment: 1)
+        PixelConversion.convert(copy, to: converted)
+        return converted
     }
     let mode = fps > 0 ? "\(Int(fps))fps" : "max"
     let root = keep.map { URL(fileURLWithPath: $0).appendingPathComponent("\(input)-\(mode)") }

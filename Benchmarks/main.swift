@@ -38,7 +38,7 @@ func main() throws -> Int32 {
         guard let clip = parser.string("clip") else { throw UsageError("--side-by-side needs --clip PATH") }
         let fps = try parser.double("side-fps", in: 0...240)!
         let frames = try parser.int("side-frames", in: 10...100_000)!
-        for input in [PixelFormat.i420, .bgra] {
+        for input in [PixelFormat.i420, .nv12, .bgra] {
             try runner.run("side_by_side.\(input)") { try sideBySide(clip: clip, input: input, fps: fps, count: frames, rounds: try parser.int("side-rounds", in: 1...100)!, threads: try parser.int("side-threads", in: 1...16), keep: parser.string("side-keep")) }
         }
     }

@@ -1,12 +1,12 @@
 internal import CYuv
 
 /// libyuv conversions between ``PixelBuffer``s of the same picture size.
-enum PixelConversion {
+public enum PixelConversion {
     private static func y(_ b: PixelBuffer, _ i: Int) -> UnsafeMutablePointer<UInt8> { b.plane(i).assumingMemoryBound(to: UInt8.self) }
     private static func s(_ b: PixelBuffer, _ i: Int) -> Int32 { Int32(b.stride(i)) }
 
     /// Converts a raw I420 or BGRA buffer to another raw format (I420, NV12, BGRA).
-    static func convert(_ src: PixelBuffer, to dst: PixelBuffer) {
+    public static func convert(_ src: PixelBuffer, to dst: PixelBuffer) {
         precondition(src.width == dst.width && src.height == dst.height)
         let w = Int32(src.width), h = Int32(src.height)
         switch (src.format, dst.format) {

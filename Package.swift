@@ -22,7 +22,7 @@ let package = Package(
         ),
         .executableTarget(name: "broadcast-sim", dependencies: ["FrameRelay"]),
         .executableTarget(name: "frame-relay", dependencies: ["FrameRelay"]),
-        .executableTarget(name: "Benchmarks", dependencies: ["FrameRelay", "CVpx", "CYuv"], path: "Benchmarks", exclude: ["side-by-side.sh"]),
+        .executableTarget(name: "Benchmarks", dependencies: ["FrameRelay", "CVpx", "CYuv"], path: "Benchmarks", exclude: ["side-by-side.sh", "thread-count.sh"]),
         .testTarget(name: "FrameRelayTests", dependencies: ["FrameRelay", "CVpx", "CTurboJPEG", "CYuv", "CMemory"]),
     ]
 )

@@ -190,7 +190,7 @@ struct SideBySide {
 /// Runs the four pipelines in turn, `rounds` times (each round starting
 /// with the next pipeline, so none always meets the machine first), and
 /// reports the median over rounds of decoded frames/s and glass-to-glass
-/// p50/p99, with ours as a ratio to each peer. Each pipeline's capture log,
+/// p50/p99, and the median over rounds of ours as a ratio to each peer. Each pipeline's capture log,
 /// decode log and receiver report stay in `keep` when given.
 func sideBySide(clip: String, input: PixelFormat, fps: Double, count: Int, rounds: Int, threads: Int?, keep: String?) throws -> [BenchmarkResult] {
     let set = try loadFrames(source: "clip", width: 1280, height: 720, count: 60, clip: clip)
@@ -223,7 +223,6 @@ func sideBySide(clip: String, input: PixelFormat, fps: Double, count: Int, round
     func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
     func throughput(_ o: SideBySide.Outcome) -> Double { Double(o.decoded) / max(o.seconds, 0.001) }
     var results: [BenchmarkResult] = []
-    var summary: [String: (fps: Double, p99: Double)] = [:]
     for name in names {
         let runs = outcomes[name] ?? []
         let key = name.lowercased().replacingOccurrences(of: " ", with: "_")
@@ -239,15 +238,24 @@ func sideBySide(clip: String, input: PixelFormat, fps: Double, count: Int, round
         results.append(BenchmarkResult(name: prefix + ".glass_to_glass.p50", unit: "us", value: median(latencies.map(\.p50))))
         results.append(BenchmarkResult(name: prefix + ".glass_to_glass.p99", unit: "us", value: p99,
             extra: latencies.map { fixed($0.p99 / 1000, 1) }.joined(separator: " / ") + " ms"))
-        summary[name] = (median(fpsValues), p99)
     }
-    if let ours = summary["FrameRelay"] {
+    // Ratios round by round (ours against each peer measured in the same round, a
+    // minute apart at most), then their median: the shared machine's load drifts
+    // between rounds far more than within one.
+    if let ours = outcomes["FrameRelay"] {
         for peer in names.dropLast() {
-            guard let other = summary[peer] else { continue }
+            guard let other = outcomes[peer], other.count == ours.count else { continue }
             let key = peer.lowercased().replacingOccurrences(of: " ", with: "_")
-            results.append(BenchmarkResult(name: "side_by_side.\(input).\(mode).throughput_ratio_to_\(key)", unit: "x", value: ours.fps / other.fps))
-            if peer != "plain libvpx" {
-                results.append(BenchmarkResult(name: "side_by_side.\(input).\(mode).p99_ratio_to_\(key)", unit: "x", value: ours.p99 / other.p99))
+            let speed = zip(ours, other).map { throughput($0) / max(throughput($1), 0.001) }
+            results.append(BenchmarkResult(name: "side_by_side.\(input).\(mode).throughput_ratio_to_\(key)", unit: "x", value: median(speed),
+                extra: "median of " + speed.map { fixed($0, 2) }.joined(separator: " / ")))
+            let tail = zip(ours, other).compactMap { pair -> Double? in
+                guard let mine = pair.0.glassToGlass?.p99, let theirs = pair.1.glassToGlass?.p99, theirs > 0 else { return nil }
+                return mine / theirs
+            }
+            if peer != "plain libvpx", !tail.isEmpty {
+                results.append(BenchmarkResult(name: "side_by_side.\(input).\(mode).p99_ratio_to_\(key)", unit: "x", value: median(tail),
+                    extra: "median of " + tail.map { fixed($0, 2) }.joined(separator: " / ")))
             }
         }
     }

@@ -36,8 +36,9 @@ public struct VP8Settings: Sendable, Equatable {
     /// a second thread only from three cores up, more only for large pictures
     /// on many cores), capped so that all the encoders on the machine together
     /// use no more threads than it has cores. libvpx's VP8 threads stall when
-    /// they fight for busy cores: on two cores at 30 frames/s, 720p takes
-    /// 13.7 ms a frame with two threads and 5.0 ms with one.
+    /// they fight for busy cores: on two cores, the host encoding 720p at
+    /// 30 frames/s has an encode p99 of 18–20 ms with one thread and 25–32 ms
+    /// with two (`Benchmarks/thread-count.sh`).
     public static func threadCount(width: Int, height: Int, cores: Int, concurrentEncoders: Int) -> Int {
         let pixels = width * height
         let webRTC: Int

@@ -220,7 +220,10 @@ func sideBySide(clip: String, input: PixelFormat, fps: Double, count: Int, round
             outcomes[outcome.name, default: []].append(outcome)
         }
     }
-    func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+    func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+    }
     func throughput(_ o: SideBySide.Outcome) -> Double { Double(o.decoded) / max(o.seconds, 0.001) }
     var results: [BenchmarkResult] = []
     for name in names {

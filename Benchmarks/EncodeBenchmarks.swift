@@ -48,15 +48,14 @@ func scale(_ source: PixelBuffer, into target: PixelBuffer) {
     } } }
 }
 
-/// The frames in another format, via the producer's formatter.
-func convertFrames(_ frames: [PixelBuffer], to format: PixelFormat) throws -> [PixelBuffer] {
+/// The frames in another format (one libyuv call each, as the producer's
+/// formatter does), rows aligned to `rowAlignment` bytes.
+func convertFrames(_ frames: [PixelBuffer], to format: PixelFormat, rowAlignment: Int = 64) throws -> [PixelBuffer] {
     if frames.first?.format == format { return frames }
-    let formatter = FrameFormatter(format: format, orientation: .up)
     return try frames.map { frame in
-        let converted = try formatter.format(frame)
-        let copy = try PixelBuffer(width: frame.width, height: frame.height, format: format)
-        converted.withUnsafeBytes { bytes in copy.withUnsafeMutablePlane(0) { target, _ in target.baseAddress!.copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) } }
-        return copy
+        let converted = try PixelBuffer(width: frame.width, height: frame.height, format: format, rowAlignment: rowAlignment)
+        PixelConversion.convert(frame, to: converted)
+        return converted
     }
 }
 
@@ -111,17 +110,11 @@ final class PlainLibvpx {
 }
 
 /// What any program fed BGRA has to do before libvpx, done the plain way: one
-/// libyuv call (the relay's own converter, on one thread) into a buffer
+/// libyuv call (the relay's own conversion, on one thread) into a buffer
 /// allocated once. Returns the nanoseconds the conversion took.
 func plainConvert(_ bgra: PixelBuffer, into i420: PixelBuffer) -> UInt64 {
     let start = MonotonicClock.now()
-    bgra.withUnsafeMutablePlane(0) { argb, sa in i420.withUnsafeMutablePlane(0) { y, sy in
-        i420.withUnsafeMutablePlane(1) { u, su in i420.withUnsafeMutablePlane(2) { v, sv in
-            _ = ARGBToI420(argb.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(sa), y.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(sy),
-                           u.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(su), v.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(sv),
-                           Int32(bgra.width), Int32(bgra.height))
-        } }
-    } }
+    PixelConversion.convert(bgra, to: i420)
     return MonotonicClock.now() - start
 }
 

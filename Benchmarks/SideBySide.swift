@@ -194,14 +194,12 @@ struct SideBySide {
 /// decode log and receiver report stay in `keep` when given.
 func sideBySide(clip: String, input: PixelFormat, fps: Double, count: Int, rounds: Int, threads: Int?, keep: String?) throws -> [BenchmarkResult] {
     let set = try loadFrames(source: "clip", width: 1280, height: 720, count: 60, clip: clip)
-    let prepared = try set.i420.map { frame -> PixelBuffer in
+    let tight = try set.i420.map { frame -> PixelBuffer in
         let copy = try PixelBuffer(width: frame.width, height: frame.height, format: .i420, rowAlignment: 1)
         scale(frame, into: copy)
-        if input == .i420 { return copy }
-        let converted = try PixelBuffer(width: copy.width, height: copy.height, format: input, rowAlignment: 1)
-        PixelConversion.convert(copy, to: converted)
-        return converted
+        return copy
     }
+    let prepared = try convertFrames(tight, to: input, rowAlignment: 1)
     let mode = fps > 0 ? "\(Int(fps))fps" : "max"
     let root = keep.map { URL(fileURLWithPath: $0).appendingPathComponent("\(input)-\(mode)") }
         ?? FileManager.default.temporaryDirectory.appendingPathComponent("frame-relay-side-by-side-\(getpid())")

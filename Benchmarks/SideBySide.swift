@@ -9,6 +9,12 @@ import FrameRelay
 /// reads the frame number stamped into every picture and matches it to the
 /// time the feeder handed that frame over.
 struct SideBySide {
+    /// The pipelines, by the names `--side-pipelines` takes.
+    enum Pipeline: String, CaseIterable {
+        case plain, ffmpeg, gstreamer, ours
+        var title: String { ["plain": "plain libvpx", "ffmpeg": "ffmpeg", "gstreamer": "GStreamer", "ours": "FrameRelay"][rawValue]! }
+    }
+
     let frames: [PixelBuffer]  // the clip in the input format, tight rows, stamped in place as each is fed
     let input: PixelFormat  // what the pipelines are given: i420, nv12 (what ReplayKit gives) or bgra
     let fps: Double  // 0: as fast as they go
@@ -20,7 +26,7 @@ struct SideBySide {
         threadsGiven ?? VP8Settings.threadCount(width: width, height: height, cores: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), concurrentEncoders: 1)
     }
     let work: URL
-    let keep: Bool  // keep the logs, and trace our host's stages
+    let keep: Bool  // keep the logs, and trace the plain loop's and our host's stages
 
     struct Outcome {
         var name: String
@@ -95,11 +101,26 @@ struct SideBySide {
         let encoder = try VP8Encoder(settings: { var s = VP8Settings(); s.bitrateKbps = bitrate; s.screenContentMode = 0; s.threads = threads; return s }())
         // The floor: the same frames straight into libvpx (which reads I420 and NV12), converted first (one libyuv call) when they are BGRA.
         let picture = try PixelBuffer(width: width, height: height, format: .i420)
-        return try feed("plain") { _, frame, captured in
+        // With `keep`, its stage times in the host's trace shape, to set beside ours frame by frame.
+        var trace: [FrameTiming] = []
+        trace.reserveCapacity(keep ? count : 0)
+        let seconds = try feed("plain") { n, frame, captured in
             _ = rtp.poll(now: captured)
             if frame.format == .bgra { _ = plainConvert(frame, into: picture) }
-            try encoder.encode(EncoderInput(frame.format == .bgra ? picture : frame), captureTime: captured) { rtp.send($0, captureTime: captured) }
+            var timing = FrameTiming()
+            if keep { timing.frame = UInt64(n); timing.captured = captured; timing.converted = MonotonicClock.now() }
+            try encoder.encode(EncoderInput(frame.format == .bgra ? picture : frame), captureTime: captured) { packet in
+                if keep, timing.encoded == 0 { timing.encoded = MonotonicClock.now() }
+                rtp.send(packet, captureTime: captured)
+            }
+            if keep { timing.sent = rtp.lastSent; trace.append(timing) }
         }
+        if keep {
+            let encoder = JSONEncoder()
+            let lines = try trace.map { String(decoding: try encoder.encode($0), as: UTF8.self) }.joined(separator: "\n")
+            try (lines + "\n").write(to: work.appendingPathComponent("plain-trace.jsonl"), atomically: true, encoding: .utf8)
+        }
+        return seconds
     } }
 
     func runFFmpeg(port: Int) throws -> Outcome { try measure("ffmpeg", key: "ffmpeg", port: port) {
@@ -187,12 +208,12 @@ struct SideBySide {
     } }
 }
 
-/// Runs the four pipelines in turn, `rounds` times (each round starting
+/// Runs the pipelines in turn, `rounds` times (each round starting
 /// with the next pipeline, so none always meets the machine first), and
 /// reports the median over rounds of decoded frames/s and glass-to-glass
 /// p50/p99, and the median over rounds of ours as a ratio to each peer. Each pipeline's capture log,
 /// decode log and receiver report stay in `keep` when given.
-func sideBySide(clip: String, input: PixelFormat, fps: Double, count: Int, rounds: Int, threads: Int?, keep: String?) throws -> [BenchmarkResult] {
+func sideBySide(clip: String, input: PixelFormat, fps: Double, count: Int, rounds: Int, pipelines: [SideBySide.Pipeline], threads: Int?, keep: String?) throws -> [BenchmarkResult] {
     let set = try loadFrames(source: "clip", width: 1280, height: 720, count: 60, clip: clip)
     let tight = try set.i420.map { frame -> PixelBuffer in
         let copy = try PixelBuffer(width: frame.width, height: frame.height, format: .i420, rowAlignment: 1)
@@ -205,16 +226,16 @@ func sideBySide(clip: String, input: PixelFormat, fps: Double, count: Int, round
         ?? FileManager.default.temporaryDirectory.appendingPathComponent("frame-relay-side-by-side-\(getpid())")
     defer { if keep == nil { try? FileManager.default.removeItem(at: root) } }
     let base = 42_000 + 8 * Int(getpid() % 1000)
-    let names = ["plain libvpx", "ffmpeg", "GStreamer", "FrameRelay"]
+    let names = SideBySide.Pipeline.allCases.filter(pipelines.contains).map(\.title)
     var outcomes: [String: [SideBySide.Outcome]] = [:]
     for round in 0..<rounds {
         let work = root.appendingPathComponent("round-\(round + 1)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         let bench = SideBySide(frames: prepared, input: input, fps: fps, count: count, threadsGiven: threads, work: work, keep: keep != nil)
-        for i in 0..<4 {
-            let which = (i + round) % 4
-            let port = base + 2 * which
-            let outcome = try [bench.runPlain, bench.runFFmpeg, bench.runGStreamer, bench.runOurs][which](port)
+        for i in pipelines.indices {
+            let which = pipelines[(i + round) % pipelines.count]
+            let port = base + 2 * (SideBySide.Pipeline.allCases.firstIndex(of: which) ?? 0)
+            let outcome = try [.plain: bench.runPlain, .ffmpeg: bench.runFFmpeg, .gstreamer: bench.runGStreamer, .ours: bench.runOurs][which]!(port)
             outcomes[outcome.name, default: []].append(outcome)
         }
     }
@@ -225,7 +246,7 @@ func sideBySide(clip: String, input: PixelFormat, fps: Double, count: Int, round
     func throughput(_ o: SideBySide.Outcome) -> Double { Double(o.decoded) / max(o.seconds, 0.001) }
     var results: [BenchmarkResult] = []
     for name in names {
-        let runs = outcomes[name] ?? []
+        guard let runs = outcomes[name] else { continue }
         let key = name.lowercased().replacingOccurrences(of: " ", with: "_")
         let prefix = "side_by_side.\(input).\(mode).\(key)"
         let fpsValues = runs.map(throughput)
@@ -244,7 +265,7 @@ func sideBySide(clip: String, input: PixelFormat, fps: Double, count: Int, round
     // minute apart at most), then their median: the shared machine's load drifts
     // between rounds far more than within one.
     if let ours = outcomes["FrameRelay"] {
-        for peer in names.dropLast() {
+        for peer in names where peer != "FrameRelay" {
             guard let other = outcomes[peer], other.count == ours.count else { continue }
             let key = peer.lowercased().replacingOccurrences(of: " ", with: "_")
             let speed = zip(ours, other).map { throughput($0) / max(throughput($1), 0.001) }

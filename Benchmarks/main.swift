@@ -16,8 +16,9 @@ func main() throws -> Int32 {
     parser.flag("side-by-side", help: "Also run plain libvpx, ffmpeg, GStreamer and FrameRelay on the same frames into one receiver.")
     parser.option("side-fps", "N", default: "30", help: "Feed rate for --side-by-side (0: as fast as they go).")
     parser.option("side-frames", "N", default: "300", help: "Frames per pipeline for --side-by-side.")
-    parser.option("side-rounds", "N", default: "3", help: "Rounds of the four pipelines for --side-by-side; figures are medians over rounds.")
-    parser.option("side-threads", "N", help: "Encoder threads for all four pipelines (default: FrameRelay's policy for 720p on this machine).")
+    parser.option("side-rounds", "N", default: "3", help: "Rounds of the pipelines for --side-by-side; figures are medians over rounds.")
+    parser.option("side-pipelines", "LIST", default: "plain,ffmpeg,gstreamer,ours", help: "Which pipelines --side-by-side runs, comma-separated (fewer: more rounds in the time).")
+    parser.option("side-threads", "N", help: "Encoder threads for all the pipelines (default: FrameRelay's policy for 720p on this machine).")
     parser.option("side-keep", "DIR", help: "Keep each pipeline's capture and decode logs (JSON lines) and receiver report in DIR.")
     try parser.parse(Array(CommandLine.arguments.dropFirst()))
     let threshold = try parser.double("threshold", in: 0...10_000)!
@@ -38,8 +39,15 @@ func main() throws -> Int32 {
         guard let clip = parser.string("clip") else { throw UsageError("--side-by-side needs --clip PATH") }
         let fps = try parser.double("side-fps", in: 0...240)!
         let frames = try parser.int("side-frames", in: 10...100_000)!
+        let pipelines = try parser.string("side-pipelines")!.split(separator: ",").map { name in
+            guard let pipeline = SideBySide.Pipeline(rawValue: String(name)) else {
+                throw UsageError("unknown pipeline '\(name)' in --side-pipelines: choose from plain, ffmpeg, gstreamer, ours")
+            }
+            return pipeline
+        }
+        guard !pipelines.isEmpty, Set(pipelines).count == pipelines.count else { throw UsageError("--side-pipelines needs one or more different pipelines") }
         for input in [PixelFormat.i420, .nv12, .bgra] {
-            try runner.run("side_by_side.\(input)") { try sideBySide(clip: clip, input: input, fps: fps, count: frames, rounds: try parser.int("side-rounds", in: 1...100)!, threads: try parser.int("side-threads", in: 1...16), keep: parser.string("side-keep")) }
+            try runner.run("side_by_side.\(input)") { try sideBySide(clip: clip, input: input, fps: fps, count: frames, rounds: try parser.int("side-rounds", in: 1...100)!, pipelines: pipelines, threads: try parser.int("side-threads", in: 1...16), keep: parser.string("side-keep")) }
         }
     }
 

@@ -32,32 +32,39 @@ struct SideBySide {
         var name: String
         var decoded = 0
         var offered = 0
-        var seconds = 0.0
+        var seconds = 0.0  // first frame fed → last frame decoded
         var glassToGlass: LatencySummary?
         var missing = 0
     }
 
     /// Starts the receiver for pipeline `key`, runs `pipeline` (which feeds
-    /// every frame through ``feed(_:_:)`` and returns the feed's seconds), and
-    /// collects what the receiver decoded and matched to the capture log.
-    func measure(_ name: String, key: String, port: Int, _ pipeline: () throws -> Double) throws -> Outcome {
+    /// every frame through ``feed(_:_:)`` and returns when the feed started),
+    /// and collects what the receiver decoded and matched to the capture log.
+    /// Throughput counts from the first frame fed to the last frame decoded, so
+    /// frames a pipeline still holds in its queues when the feed ends count too.
+    func measure(_ name: String, key: String, port: Int, _ pipeline: () throws -> UInt64) throws -> Outcome {
         let report = work.appendingPathComponent("\(key).json").path
         let receiver = try launch("frame-relay", [
             "receive", "--port", "\(port)", "--duration", "\(receiveSeconds)", "--captures", capturesPath(key), "--report", report,
             "--arrivals", work.appendingPathComponent("\(key)-arrivals.jsonl").path, "--quiet",
         ])
         usleep(300_000)
-        let seconds = try pipeline()
+        let started = try pipeline()
         receiver.waitUntilExit()
         let result = try JSONDecoder().decode(ReceiveReport.self, from: Data(contentsOf: URL(fileURLWithPath: report)))
-        return Outcome(name: name, decoded: result.matched, offered: count, seconds: seconds, glassToGlass: result.glassToGlass, missing: result.missing)
+        struct Arrival: Decodable { var decoded: UInt64 }
+        let arrivals = try String(contentsOf: work.appendingPathComponent("\(key)-arrivals.jsonl"), encoding: .utf8)
+            .split(separator: "\n").map { try JSONDecoder().decode(Arrival.self, from: Data($0.utf8)) }
+        let last = arrivals.map(\.decoded).max() ?? started
+        return Outcome(name: name, decoded: result.matched, offered: count, seconds: Double(last &- started) / 1e9,
+                       glassToGlass: result.glassToGlass, missing: result.missing)
     }
 
     func capturesPath(_ key: String) -> String { work.appendingPathComponent("\(key)-captures.jsonl").path }
 
     /// Feeds every frame on schedule to `body`, logging capture times for
-    /// pipeline `key`; returns the seconds it took.
-    func feed(_ key: String, _ body: (Int, PixelBuffer, UInt64) throws -> Void) throws -> Double {
+    /// pipeline `key`; returns when it started (CLOCK_MONOTONIC ns).
+    func feed(_ key: String, _ body: (Int, PixelBuffer, UInt64) throws -> Void) throws -> UInt64 {
         var lines = ""
         lines.reserveCapacity(count * 40)
         // Prepared before the clock starts; each frame is stamped with its number in place
@@ -71,9 +78,8 @@ struct SideBySide {
             lines += "{\"frame\":\(n),\"captured\":\(captured)}\n"
             try body(n, frame, captured)
         }
-        let seconds = Double(MonotonicClock.now() - start) / 1e9
         try lines.write(toFile: capturesPath(key), atomically: true, encoding: .utf8)
-        return seconds
+        return start
     }
 
     /// Writes all of a buffer's bytes to a pipe.
@@ -104,7 +110,7 @@ struct SideBySide {
         // With `keep`, its stage times in the host's trace shape, to set beside ours frame by frame.
         var trace: [FrameTiming] = []
         trace.reserveCapacity(keep ? count : 0)
-        let seconds = try feed("plain") { n, frame, captured in
+        let started = try feed("plain") { n, frame, captured in
             _ = rtp.poll(now: captured)
             if frame.format == .bgra { _ = plainConvert(frame, into: picture) }
             var timing = FrameTiming()
@@ -120,7 +126,7 @@ struct SideBySide {
             let lines = try trace.map { String(decoding: try encoder.encode($0), as: UTF8.self) }.joined(separator: "\n")
             try (lines + "\n").write(to: work.appendingPathComponent("plain-trace.jsonl"), atomically: true, encoding: .utf8)
         }
-        return seconds
+        return started
     } }
 
     func runFFmpeg(port: Int) throws -> Outcome { try measure("ffmpeg", key: "ffmpeg", port: port) {
@@ -137,10 +143,10 @@ struct SideBySide {
         ffmpeg.standardOutput = FileHandle.nullDevice
         try ffmpeg.run()
         let fd = pipe.fileHandleForWriting.fileDescriptor
-        let seconds = try feed("ffmpeg") { _, frame, _ in write(fd, frame) }
+        let started = try feed("ffmpeg") { _, frame, _ in write(fd, frame) }
         try pipe.fileHandleForWriting.close()
         ffmpeg.waitUntilExit()
-        return seconds
+        return started
     } }
 
     func runGStreamer(port: Int) throws -> Outcome { try measure("GStreamer", key: "gst", port: port) {
@@ -172,14 +178,14 @@ struct SideBySide {
         try encode.run()
         usleep(500_000)
         let fd = pipe.fileHandleForWriting.fileDescriptor
-        let seconds = try feed("gst") { _, frame, _ in write(fd, frame) }
+        let started = try feed("gst") { _, frame, _ in write(fd, frame) }
         try pipe.fileHandleForWriting.close()
         source.waitUntilExit()
         usleep(1_000_000)
         kill(encode.processIdentifier, SIGINT)
         encode.waitUntilExit()
         unlink(socket)
-        return seconds
+        return started
     } }
 
     func runOurs(port: Int) throws -> Outcome { try measure("FrameRelay", key: "ours", port: port) {
@@ -192,7 +198,7 @@ struct SideBySide {
             "--exit-when-finished", "--quiet",
         ] + (keep ? ["--trace", work.appendingPathComponent("ours-trace.jsonl").path] : []))
         usleep(500_000)
-        let seconds = try feed("ours") { n, frame, captured in
+        let started = try feed("ours") { n, frame, captured in
             try producer.publish(frame, frameNumber: UInt64(n), captureTime: captured)
             // As fast as they go: the next frame when the host has taken this one, as a
             // pipe makes ffmpeg's and GStreamer's feeders wait (else the newest frame wins).
@@ -204,7 +210,7 @@ struct SideBySide {
         usleep(500_000)
         producer.finish()
         host.waitUntilExit()
-        return seconds
+        return started
     } }
 }
 

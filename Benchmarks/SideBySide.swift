@@ -35,6 +35,8 @@ struct SideBySide {
         var seconds = 0.0  // first frame fed → last frame decoded
         var glassToGlass: LatencySummary?
         var missing = 0
+        var keyframes: UInt64 = 0
+        var framesLost: UInt64 = 0
     }
 
     /// Starts the receiver for pipeline `key`, runs `pipeline` (which feeds
@@ -57,26 +59,33 @@ struct SideBySide {
             .split(separator: "\n").map { try JSONDecoder().decode(Arrival.self, from: Data($0.utf8)) }
         let last = arrivals.map(\.decoded).max() ?? started
         return Outcome(name: name, decoded: result.matched, offered: count, seconds: Double(last &- started) / 1e9,
-                       glassToGlass: result.glassToGlass, missing: result.missing)
+                       glassToGlass: result.glassToGlass, missing: result.missing, keyframes: result.stats.keyframes, framesLost: result.stats.framesLost)
     }
 
     func capturesPath(_ key: String) -> String { work.appendingPathComponent("\(key)-captures.jsonl").path }
 
-    /// Feeds every frame on schedule to `body`, logging capture times for
-    /// pipeline `key`; returns when it started (CLOCK_MONOTONIC ns).
-    func feed(_ key: String, _ body: (Int, PixelBuffer, UInt64) throws -> Void) throws -> UInt64 {
+    /// Feeds every frame to `body` with its capture time and its media time,
+    /// logging capture times for pipeline `key`; returns when it started
+    /// (CLOCK_MONOTONIC ns). Paced, a frame is captured at its scheduled time
+    /// (a pipeline that blocks the feeder makes the frames behind it late); as
+    /// fast as they go, when it is handed over. The media time is the clip's
+    /// own, `mediaRate` frames a second: what the encoders' rate control and
+    /// keyframe spacing go by, in all four alike (ffmpeg and GStreamer are told
+    /// the same rate), so each frame gets the same bits whatever the speed.
+    func feed(_ key: String, _ body: (_ n: Int, _ frame: PixelBuffer, _ captured: UInt64, _ media: UInt64) throws -> Void) throws -> UInt64 {
         var lines = ""
         lines.reserveCapacity(count * 40)
         // Prepared before the clock starts; each frame is stamped with its number in place
         // (a few cells), so the feeder costs every pipeline the same, next to nothing.
         let start = MonotonicClock.now()
         for n in 0..<count {
-            if fps > 0 { MonotonicClock.sleep(until: start + UInt64(Double(n) * 1e9 / fps)) }
+            let media = start + UInt64(n) * 1_000_000_000 / UInt64(mediaRate)
+            if fps > 0 { MonotonicClock.sleep(until: media) }
             let frame = frames[n % frames.count]
             FrameStamp.stamp(UInt64(n), into: frame)
-            let captured = MonotonicClock.now()
+            let captured = fps > 0 ? media : MonotonicClock.now()
             lines += "{\"frame\":\(n),\"captured\":\(captured)}\n"
-            try body(n, frame, captured)
+            try body(n, frame, captured, media)
         }
         try lines.write(toFile: capturesPath(key), atomically: true, encoding: .utf8)
         return start
@@ -95,6 +104,14 @@ struct SideBySide {
         }
     }
 
+    /// The clip's frame rate as the encoders see it: the feed rate when paced, else the clip's 30.
+    var mediaRate: Int { fps > 0 ? max(1, Int(fps.rounded())) : 30 }
+    /// Keyframes every 3 s of media time, FrameRelay's default, as a frame count for ffmpeg and GStreamer.
+    var keyframeDistance: Int { 3 * mediaRate }
+    /// FrameRelay's cap on a keyframe's size (percent of a frame's budget), given to all four.
+    var maxIntraPercent: Int { var settings = VP8Settings(); settings.frameRate = mediaRate; return settings.maxIntraBitratePercent }
+    /// Threads GStreamer's videoconvert gets: the bands ours converts BGRA in.
+    var conversionThreads: Int { FrameConverter.bands(concurrentEncoders: 1, cores: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
     var ffmpegPixelFormat: String { input == .i420 ? "yuv420p" : "\(input)" }  // ffmpeg's names: yuv420p, nv12, bgra
     var width: Int { frames[0].width }
     var height: Int { frames[0].height }
@@ -104,20 +121,22 @@ struct SideBySide {
         var options = RTPSession.Options()
         options.destinations = [try Destination("127.0.0.1:\(port)")]
         let rtp = try RTPSession(options: options)
-        let encoder = try VP8Encoder(settings: { var s = VP8Settings(); s.bitrateKbps = bitrate; s.screenContentMode = 0; s.threads = threads; return s }())
+        let encoder = try VP8Encoder(settings: {
+            var s = VP8Settings(); s.bitrateKbps = bitrate; s.frameRate = mediaRate; s.screenContentMode = 0; s.threads = threads; return s
+        }())
         // The floor: the same frames straight into libvpx (which reads I420 and NV12), converted first (one libyuv call) when they are BGRA.
         let picture = try PixelBuffer(width: width, height: height, format: .i420)
         // With `keep`, its stage times in the host's trace shape, to set beside ours frame by frame.
         var trace: [FrameTiming] = []
         trace.reserveCapacity(keep ? count : 0)
-        let started = try feed("plain") { n, frame, captured in
-            _ = rtp.poll(now: captured)
+        let started = try feed("plain") { n, frame, captured, media in
+            _ = rtp.poll(now: MonotonicClock.now())
             if frame.format == .bgra { _ = plainConvert(frame, into: picture) }
             var timing = FrameTiming()
             if keep { timing.frame = UInt64(n); timing.captured = captured; timing.converted = MonotonicClock.now() }
-            try encoder.encode(EncoderInput(frame.format == .bgra ? picture : frame), captureTime: captured) { packet in
+            try encoder.encode(EncoderInput(frame.format == .bgra ? picture : frame), captureTime: media) { packet in
                 if keep, timing.encoded == 0 { timing.encoded = MonotonicClock.now() }
-                rtp.send(packet, captureTime: captured)
+                rtp.send(packet, captureTime: media)
             }
             if keep { timing.sent = rtp.lastSent; trace.append(timing) }
         }
@@ -133,17 +152,20 @@ struct SideBySide {
         let ffmpeg = Process()
         ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
         ffmpeg.arguments = [
-            "-v", "error", "-f", "rawvideo", "-pix_fmt", ffmpegPixelFormat, "-s", "\(width)x\(height)", "-framerate", "30", "-i", "-",
+            "-v", "error", "-f", "rawvideo", "-pix_fmt", ffmpegPixelFormat, "-s", "\(width)x\(height)", "-framerate", "\(mediaRate)", "-i", "-",
             "-pix_fmt", "yuv420p", "-c:v", "libvpx", "-deadline", "realtime", "-cpu-used", "-6", "-b:v", "\(bitrate)k", "-minrate", "\(bitrate)k", "-maxrate", "\(bitrate)k",
-            "-bufsize", "\(bitrate)k", "-qmin", "12", "-qmax", "56", "-undershoot-pct", "100", "-overshoot-pct", "15", "-static-thresh", "100",
-            "-lag-in-frames", "0", "-threads", "\(threads)", "-g", "90", "-f", "rtp", "-payload_type", "96", "rtp://127.0.0.1:\(port)?pkt_size=1200",
+            // The rate-control buffer as ours (1000 ms, starting at 500; ffmpeg fixes the optimal level at 5/6 of it, ours is 600 ms).
+            "-bufsize", "\(bitrate)k", "-rc_init_occupancy", "\(bitrate / 2)k", "-qmin", "12", "-qmax", "56", "-undershoot-pct", "100", "-overshoot-pct", "15",
+            "-static-thresh", "100", "-max-intra-rate", "\(maxIntraPercent)", "-lag-in-frames", "0", "-threads", "\(threads)", "-g", "\(keyframeDistance)",
+            "-f", "rtp", "-payload_type", "96", "rtp://127.0.0.1:\(port)?pkt_size=1200",
         ]
         let pipe = Pipe()
         ffmpeg.standardInput = pipe
         ffmpeg.standardOutput = FileHandle.nullDevice
         try ffmpeg.run()
+        usleep(500_000)  // started, as the others are, before the first frame
         let fd = pipe.fileHandleForWriting.fileDescriptor
-        let started = try feed("ffmpeg") { _, frame, _ in write(fd, frame) }
+        let started = try feed("ffmpeg") { _, frame, _, _ in write(fd, frame) }
         try pipe.fileHandleForWriting.close()
         ffmpeg.waitUntilExit()
         return started
@@ -156,11 +178,13 @@ struct SideBySide {
         let encode = Process()
         encode.executableURL = URL(fileURLWithPath: "/usr/bin/gst-launch-1.0")
         encode.arguments = [
-            "-q", "shmsrc", "socket-path=\(socket)", "is-live=true", "do-timestamp=true", "!",
-            "rawvideoparse", "width=\(width)", "height=\(height)", "format=\(format)", "framerate=30/1", "!",
-            "videoconvert", "!", "video/x-raw,format=I420", "!",
+            "-q", "-e", "shmsrc", "socket-path=\(socket)", "is-live=true", "do-timestamp=true", "!",
+            "rawvideoparse", "width=\(width)", "height=\(height)", "format=\(format)", "framerate=\(mediaRate)/1", "!",
+            // Converting (NV12, BGRA) on as many threads as ours converts BGRA on.
+            "videoconvert", "n-threads=\(conversionThreads)", "!", "video/x-raw,format=I420", "!",
             "vp8enc", "deadline=1", "cpu-used=-6", "target-bitrate=\(bitrate * 1000)", "end-usage=cbr", "min-quantizer=12", "max-quantizer=56",
-            "undershoot=100", "overshoot=15", "static-threshold=100", "lag-in-frames=0", "threads=\(threads)", "keyframe-max-dist=90", "!",
+            "undershoot=100", "overshoot=15", "static-threshold=100", "lag-in-frames=0", "threads=\(threads)", "keyframe-max-dist=\(keyframeDistance)",
+            "buffer-size=1000", "buffer-initial-size=500", "buffer-optimal-size=600", "max-intra-bitrate=\(maxIntraPercent)", "!",
             "rtpvp8pay", "mtu=1200", "pt=96", "!", "udpsink", "host=127.0.0.1", "port=\(port)", "sync=false", "async=false",
         ]
         encode.standardError = FileHandle.nullDevice  // shmsrc complains when the feeder closes: expected at the end
@@ -168,7 +192,7 @@ struct SideBySide {
         source.standardError = FileHandle.nullDevice
         source.executableURL = URL(fileURLWithPath: "/usr/bin/gst-launch-1.0")
         source.arguments = [
-            "-q", "fdsrc", "fd=0", "blocksize=\(frameBytes)", "!", "shmsink", "socket-path=\(socket)", "shm-size=\(frameBytes * 8)",
+            "-q", "fdsrc", "fd=0", "blocksize=\(frameBytes)", "!", "shmsink", "socket-path=\(socket)", "shm-size=\(frameBytes * 2 + 65536)",
             "wait-for-connection=true", "sync=false",
         ]
         let pipe = Pipe()
@@ -178,7 +202,7 @@ struct SideBySide {
         try encode.run()
         usleep(500_000)
         let fd = pipe.fileHandleForWriting.fileDescriptor
-        let started = try feed("gst") { _, frame, _ in write(fd, frame) }
+        let started = try feed("gst") { _, frame, _, _ in write(fd, frame) }
         try pipe.fileHandleForWriting.close()
         source.waitUntilExit()
         usleep(1_000_000)
@@ -195,11 +219,12 @@ struct SideBySide {
         let host = try launch("frame-relay", [
             // Screen-content mode 0: ffmpeg and GStreamer cannot set it, so all four encode alike.
             "--app-group", group.name, "--rtp", "127.0.0.1:\(port)", "--bitrate", "\(bitrate)", "--screen-content-mode", "0", "--threads", "\(threads)",
+            "--frame-rate", "\(mediaRate)",
             "--exit-when-finished", "--quiet",
         ] + (keep ? ["--trace", work.appendingPathComponent("ours-trace.jsonl").path] : []))
         usleep(500_000)
-        let started = try feed("ours") { n, frame, captured in
-            try producer.publish(frame, frameNumber: UInt64(n), captureTime: captured)
+        let started = try feed("ours") { n, frame, _, media in
+            try producer.publish(frame, frameNumber: UInt64(n), captureTime: media)
             // As fast as they go: the next frame when the host has taken this one, as a
             // pipe makes ffmpeg's and GStreamer's feeders wait (else the newest frame wins).
             // Polled every 0.5 ms: the host spends several ms on each frame, and a finer
@@ -257,9 +282,10 @@ func sideBySide(clip: String, input: PixelFormat, fps: Double, count: Int, round
         let prefix = "side_by_side.\(input).\(mode).\(key)"
         let fpsValues = runs.map(throughput)
         let perRound = fpsValues.map { fixed($0, 1) }.joined(separator: " / ")
-        let decoded = runs.map { "\($0.decoded)" }.joined(separator: "/")
+        func each(_ value: (SideBySide.Outcome) -> UInt64) -> String { runs.map { "\(value($0))" }.joined(separator: "/") }
         results.append(BenchmarkResult(name: prefix + ".decoded_throughput", unit: "fps", value: median(fpsValues),
-            extra: "median of \(runs.count): \(perRound) fps; \(decoded) of \(count) frames decoded"))
+            extra: "median of \(runs.count): \(perRound) fps; \(each { UInt64($0.decoded) }) of \(count) frames decoded; "
+                + "keyframes \(each(\.keyframes)); frames lost \(each(\.framesLost))"))
         let latencies = runs.compactMap(\.glassToGlass)
         guard !latencies.isEmpty else { continue }
         let p99 = median(latencies.map(\.p99))

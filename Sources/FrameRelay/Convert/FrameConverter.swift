@@ -20,8 +20,13 @@ public final class FrameConverter {
     /// Horizontal bands converted in parallel (1: on the calling thread only).
     public let bands: Int
 
-    /// `bands` defaults to the cores this converter may use: all of them
-    /// when it is the only one, one when many shares share the machine.
+    /// The bands for a share: the machine's cores (up to 4) when it is the
+    /// only share, one when many shares share the machine.
+    public static func bands(concurrentEncoders: Int, cores: Int) -> Int {
+        concurrentEncoders == 1 ? max(1, min(cores, 4)) : 1
+    }
+
+    /// `bands`: see ``bands(concurrentEncoders:cores:)``.
     public init(maxSize: (width: Int, height: Int)? = nil, bands: Int = 1) {
         self.maxSize = maxSize
         self.bands = max(1, bands)

@@ -40,7 +40,7 @@ public final class EncodePipeline {
         }
         // Parallel BGRA conversion only when this share has the machine to itself.
         let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
-        converter = FrameConverter(maxSize: options.maxSize, bands: options.settings.concurrentEncoders == 1 ? min(cores, 4) : 1)
+        converter = FrameConverter(maxSize: options.maxSize, bands: FrameConverter.bands(concurrentEncoders: options.settings.concurrentEncoders, cores: cores))
         if let path = options.recordPath {
             do {
                 recorder = try IVFWriter(path: path, width: 0, height: 0)

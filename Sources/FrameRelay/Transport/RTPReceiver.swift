@@ -75,8 +75,10 @@ public final class RTPReceiver {
 
     private static func bind(port: Int, address: String) throws -> Int32 {
         let fd = try valueOrErrno("socket", "udp") { socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0) }
+        // Room for bursts of unpaced senders (a keyframe at once): past the
+        // rmem_max cap where allowed (CAP_NET_ADMIN), else up to it.
         var size: Int32 = 4 << 20
-        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, 4)
+        if setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, 4) != 0 { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, 4) }
         var local = sockaddr_in()
         local.sin_family = sa_family_t(AF_INET)
         local.sin_port = UInt16(port).bigEndian

@@ -19,11 +19,11 @@ import Testing
         // Every frame must have been encoded for the comparison to line up. The host
         // lets a stale frame go when it falls a frame behind (by design), which a
         // stall of this shared machine can cause: then the run is repeated, up to three times.
-        var run: (ivf: String, share: ShareStats)?
-        for _ in 0..<3 where run?.share.encoded?.frames != 120 {
-            run = try recordRun(["--source", "file", "--file", Paths.clip, "--frames", "120", "--fps", "30", "--format", "i420"], host: ["--bitrate", "2500"])
+        var recorded: (ivf: String, share: ShareStats)?
+        for _ in 0..<3 where recorded?.share.encoded?.frames != 120 {
+            recorded = try recordRun(["--source", "file", "--file", Paths.clip, "--frames", "120", "--fps", "30", "--format", "i420"], host: ["--bitrate", "2500"])
         }
-        let (ivf, share) = try #require(run)
+        let (ivf, share) = try #require(recorded)
         try #require(share.encoded?.frames == 120, "encoded \(share.encoded?.frames ?? 0) of 120 (dropped \(share.ring.dropped)) in three tries")
         let reference = Paths.temporaryDirectory().appendingPathComponent("ffmpeg.ivf").path
         let ffmpeg = run("/usr/bin/ffmpeg", [

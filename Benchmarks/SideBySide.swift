@@ -12,7 +12,24 @@ struct SideBySide {
     /// The pipelines, by the names `--side-pipelines` takes.
     enum Pipeline: String, CaseIterable {
         case plain, ffmpeg, gstreamer, ours
-        var title: String { ["plain": "plain libvpx", "ffmpeg": "ffmpeg", "gstreamer": "GStreamer", "ours": "FrameRelay"][rawValue]! }
+        var title: String {
+            switch self {
+            case .plain: "plain libvpx"
+            case .ffmpeg: "ffmpeg"
+            case .gstreamer: "GStreamer"
+            case .ours: "FrameRelay"
+            }
+        }
+    }
+
+    /// Runs one pipeline into a receiver on `port`.
+    func run(_ pipeline: Pipeline, port: Int) throws -> Outcome {
+        switch pipeline {
+        case .plain: try runPlain(port: port)
+        case .ffmpeg: try runFFmpeg(port: port)
+        case .gstreamer: try runGStreamer(port: port)
+        case .ours: try runOurs(port: port)
+        }
     }
 
     let frames: [PixelBuffer]  // the clip in the input format, tight rows, stamped in place as each is fed
@@ -266,8 +283,8 @@ func sideBySide(clip: String, input: PixelFormat, fps: Double, count: Int, round
         let bench = SideBySide(frames: prepared, input: input, fps: fps, count: count, threadsGiven: threads, work: work, keep: keep != nil)
         for i in pipelines.indices {
             let which = pipelines[(i + round) % pipelines.count]
-            let port = base + 2 * (SideBySide.Pipeline.allCases.firstIndex(of: which) ?? 0)
-            let outcome = try [.plain: bench.runPlain, .ffmpeg: bench.runFFmpeg, .gstreamer: bench.runGStreamer, .ours: bench.runOurs][which]!(port)
+            let port = base + 2 * SideBySide.Pipeline.allCases.firstIndex(of: which)!
+            let outcome = try bench.run(which, port: port)
             outcomes[outcome.name, default: []].append(outcome)
         }
     }

@@ -12,12 +12,13 @@ struct SideBySide {
     /// The pipelines, by the names `--side-pipelines` takes.
     enum Pipeline: String, CaseIterable {
         case plain, ffmpeg, gstreamer, ours
-        var title: String {
+        /// The name in the results: `side_by_side.<input>.<mode>.<result key>...`.
+        var resultKey: String {
             switch self {
-            case .plain: "plain libvpx"
+            case .plain: "plain_libvpx"
             case .ffmpeg: "ffmpeg"
-            case .gstreamer: "GStreamer"
-            case .ours: "FrameRelay"
+            case .gstreamer: "gstreamer"
+            case .ours: "framerelay"
             }
         }
     }
@@ -46,12 +47,9 @@ struct SideBySide {
     let keep: Bool  // keep the logs, and trace the plain loop's and our host's stages
 
     struct Outcome {
-        var name: String
         var decoded = 0
-        var offered = 0
         var seconds = 0.0  // first frame fed → last frame decoded
         var glassToGlass: LatencySummary?
-        var missing = 0
         var keyframes: UInt64 = 0
         var framesLost: UInt64 = 0
     }
@@ -61,7 +59,7 @@ struct SideBySide {
     /// and collects what the receiver decoded and matched to the capture log.
     /// Throughput counts from the first frame fed to the last frame decoded, so
     /// frames a pipeline still holds in its queues when the feed ends count too.
-    func measure(_ name: String, key: String, port: Int, _ pipeline: () throws -> UInt64) throws -> Outcome {
+    func measure(key: String, port: Int, _ pipeline: () throws -> UInt64) throws -> Outcome {
         let report = work.appendingPathComponent("\(key).json").path
         let receiver = try launch("frame-relay", [
             "receive", "--port", "\(port)", "--duration", "\(receiveSeconds)", "--captures", capturesPath(key), "--report", report,
@@ -75,8 +73,8 @@ struct SideBySide {
         let arrivals = try String(contentsOf: work.appendingPathComponent("\(key)-arrivals.jsonl"), encoding: .utf8)
             .split(separator: "\n").map { try JSONDecoder().decode(Arrival.self, from: Data($0.utf8)) }
         let last = arrivals.map(\.decoded).max() ?? started
-        return Outcome(name: name, decoded: result.matched, offered: count, seconds: Double(last &- started) / 1e9,
-                       glassToGlass: result.glassToGlass, missing: result.missing, keyframes: result.stats.keyframes, framesLost: result.stats.framesLost)
+        return Outcome(decoded: result.matched, seconds: Double(last &- started) / 1e9, glassToGlass: result.glassToGlass,
+                       keyframes: result.stats.keyframes, framesLost: result.stats.framesLost)
     }
 
     func capturesPath(_ key: String) -> String { work.appendingPathComponent("\(key)-captures.jsonl").path }
@@ -135,7 +133,7 @@ struct SideBySide {
     /// Long enough for every frame of a pipeline that manages 40 frames/s, whatever the feed rate.
     var receiveSeconds: Double { Double(count) / min(fps > 0 ? fps : 40, 40) + 6 }
 
-    func runPlain(port: Int) throws -> Outcome { try measure("plain libvpx", key: "plain", port: port) {
+    func runPlain(port: Int) throws -> Outcome { try measure(key: "plain", port: port) {
         var options = RTPSession.Options()
         options.destinations = [try Destination("127.0.0.1:\(port)")]
         let rtp = try RTPSession(options: options)
@@ -159,14 +157,12 @@ struct SideBySide {
             if keep { timing.sent = rtp.lastSent; trace.append(timing) }
         }
         if keep {
-            let encoder = JSONEncoder()
-            let lines = try trace.map { String(decoding: try encoder.encode($0), as: UTF8.self) }.joined(separator: "\n")
-            try (lines + "\n").write(to: work.appendingPathComponent("plain-trace.jsonl"), atomically: true, encoding: .utf8)
+            try trace.map { $0.jsonLine(share: "plain") }.joined().write(to: work.appendingPathComponent("plain-trace.jsonl"), atomically: true, encoding: .utf8)
         }
         return started
     } }
 
-    func runFFmpeg(port: Int) throws -> Outcome { try measure("ffmpeg", key: "ffmpeg", port: port) {
+    func runFFmpeg(port: Int) throws -> Outcome { try measure(key: "ffmpeg", port: port) {
         let ffmpeg = Process()
         ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
         ffmpeg.arguments = [
@@ -189,7 +185,7 @@ struct SideBySide {
         return started
     } }
 
-    func runGStreamer(port: Int) throws -> Outcome { try measure("GStreamer", key: "gst", port: port) {
+    func runGStreamer(port: Int) throws -> Outcome { try measure(key: "gst", port: port) {
         let socket = work.appendingPathComponent("gst.shm").path
         let format = "\(input)"  // rawvideoparse's names: i420, nv12, bgra
         let frameBytes = frames[0].withUnsafeBytes(\.count)
@@ -230,7 +226,7 @@ struct SideBySide {
         return started
     } }
 
-    func runOurs(port: Int) throws -> Outcome { try measure("FrameRelay", key: "ours", port: port) {
+    func runOurs(port: Int) throws -> Outcome { try measure(key: "ours", port: port) {
         let group = try AppGroup("group.bench.framerelay.sidebyside")
         let capacity = try PixelBuffer.capacity(width: width, height: height, format: input, rowAlignment: 1)
         let producer = try RingProducer(appGroup: group, slotCapacity: capacity)
@@ -275,8 +271,7 @@ func sideBySide(clip: String, input: PixelFormat, fps: Double, count: Int, round
         ?? FileManager.default.temporaryDirectory.appendingPathComponent("frame-relay-side-by-side-\(getpid())")
     defer { if keep == nil { try? FileManager.default.removeItem(at: root) } }
     let base = 42_000 + 8 * Int(getpid() % 1000)
-    let names = SideBySide.Pipeline.allCases.filter(pipelines.contains).map(\.title)
-    var outcomes: [String: [SideBySide.Outcome]] = [:]
+    var outcomes: [SideBySide.Pipeline: [SideBySide.Outcome]] = [:]
     for round in 0..<rounds {
         let work = root.appendingPathComponent("round-\(round + 1)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
@@ -284,8 +279,7 @@ func sideBySide(clip: String, input: PixelFormat, fps: Double, count: Int, round
         for i in pipelines.indices {
             let which = pipelines[(i + round) % pipelines.count]
             let port = base + 2 * SideBySide.Pipeline.allCases.firstIndex(of: which)!
-            let outcome = try bench.run(which, port: port)
-            outcomes[outcome.name, default: []].append(outcome)
+            outcomes[which, default: []].append(try bench.run(which, port: port))
         }
     }
     func median(_ values: [Double]) -> Double {
@@ -294,10 +288,9 @@ func sideBySide(clip: String, input: PixelFormat, fps: Double, count: Int, round
     }
     func throughput(_ o: SideBySide.Outcome) -> Double { Double(o.decoded) / max(o.seconds, 0.001) }
     var results: [BenchmarkResult] = []
-    for name in names {
-        guard let runs = outcomes[name] else { continue }
-        let key = name.lowercased().replacingOccurrences(of: " ", with: "_")
-        let prefix = "side_by_side.\(input).\(mode).\(key)"
+    for pipeline in SideBySide.Pipeline.allCases {
+        guard let runs = outcomes[pipeline] else { continue }
+        let prefix = "side_by_side.\(input).\(mode).\(pipeline.resultKey)"
         let fpsValues = runs.map(throughput)
         let perRound = fpsValues.map { fixed($0, 1) }.joined(separator: " / ")
         func each(_ value: (SideBySide.Outcome) -> UInt64) -> String { runs.map { "\(value($0))" }.joined(separator: "/") }
@@ -314,10 +307,10 @@ func sideBySide(clip: String, input: PixelFormat, fps: Double, count: Int, round
     // Ratios round by round (ours against each peer measured in the same round, a
     // minute apart at most), then their median: the shared machine's load drifts
     // between rounds far more than within one.
-    if let ours = outcomes["FrameRelay"] {
-        for peer in names where peer != "FrameRelay" {
+    if let ours = outcomes[.ours] {
+        for peer in SideBySide.Pipeline.allCases where peer != .ours {
             guard let other = outcomes[peer], other.count == ours.count else { continue }
-            let key = peer.lowercased().replacingOccurrences(of: " ", with: "_")
+            let key = peer.resultKey
             let speed = zip(ours, other).map { throughput($0) / max(throughput($1), 0.001) }
             results.append(BenchmarkResult(name: "side_by_side.\(input).\(mode).throughput_ratio_to_\(key)", unit: "x", value: median(speed),
                 extra: "median of " + speed.map { fixed($0, 2) }.joined(separator: " / ")))
@@ -325,7 +318,7 @@ func sideBySide(clip: String, input: PixelFormat, fps: Double, count: Int, round
                 guard let mine = pair.0.glassToGlass?.p99, let theirs = pair.1.glassToGlass?.p99, theirs > 0 else { return nil }
                 return mine / theirs
             }
-            if peer != "plain libvpx", !tail.isEmpty {
+            if peer != .plain, !tail.isEmpty {
                 results.append(BenchmarkResult(name: "side_by_side.\(input).\(mode).p99_ratio_to_\(key)", unit: "x", value: median(tail),
                     extra: "median of " + tail.map { fixed($0, 2) }.joined(separator: " / ")))
             }

@@ -142,10 +142,7 @@ func runHost(_ s: HostSettings, extraStop: @escaping () -> Bool = { false }, onT
         guard let traceFile else { return }
         var text = ""
         for receiver in receivers {
-            receiver.trace?.drain { t in
-                text += "{\"share\":\"\(receiver.appGroup)\",\"frame\":\(t.frame),\"captured\":\(t.captured),\"published\":\(t.published),"
-                    + "\"taken\":\(t.taken),\"converted\":\(t.converted),\"encoded\":\(t.encoded),\"sent\":\(t.sent)}\n"
-            }
+            receiver.trace?.drain { text += $0.jsonLine(share: receiver.appGroup.name) }
         }
         if !text.isEmpty { traceFile.write(Data(text.utf8)) }
     }

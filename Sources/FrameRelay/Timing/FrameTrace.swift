@@ -10,6 +10,12 @@ public struct FrameTiming: Sendable, Codable, Equatable {
     public var encoded: UInt64 = 0
     public var sent: UInt64 = 0
     public init() {}
+
+    /// One line of a `--trace` file (JSON, newline-terminated).
+    public func jsonLine(share: String) -> String {
+        "{\"share\":\"\(share)\",\"frame\":\(frame),\"captured\":\(captured),\"published\":\(published),"
+            + "\"taken\":\(taken),\"converted\":\(converted),\"encoded\":\(encoded),\"sent\":\(sent)}\n"
+    }
 }
 
 /// A single-producer, single-consumer ring of ``FrameTiming``: the share's

@@ -124,7 +124,7 @@ func runStep(_ count: Int, size: (width: Int, height: Int), fps: Int, format: Pi
             dropPercent: written == 0 ? 100 : Double(dropped) / Double(written) * 100,
             fps: Double(share.encoded?.frames ?? 0) / seconds,
             p50Milliseconds: (share.encoded?.captureToEncoded.p50 ?? 0) / 1000, p99Milliseconds: (share.encoded?.captureToEncoded.p99 ?? 0) / 1000,
-            hostCPUPercent: share.cpuSeconds / seconds * 100, producerCPUPercent: cpu / seconds * 100)
+            hostCPUPercent: share.cpuSeconds / seconds * 100, producerCPUPercent: cpu / seconds * 100, latency: share.encoded?.captureToEncodedBins ?? [])
     }
     let framesIn = shares.map(\.framesIn).reduce(0, +), framesOut = shares.map(\.framesOut).reduce(0, +)
     let totalWritten = Double(framesIn)

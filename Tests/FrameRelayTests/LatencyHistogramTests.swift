@@ -21,6 +21,31 @@ import Testing
         #expect(histogram.max == values.last)
     }
 
+    @Test func binsHoldEveryValueInItsRangeAndMergeAsTheHistogramsDo() {
+        var a = LatencyHistogram(), b = LatencyHistogram()
+        var generator = SystemRandomNumberGenerator()
+        var values: [UInt64] = []
+        for i in 0..<5_000 {
+            let value = UInt64.random(in: 20_000...200_000_000, using: &generator)
+            values.append(value)
+            if i % 2 == 0 { a.record(value) } else { b.record(value) }
+        }
+        var both = a
+        both.merge(b)
+        let bins = both.bins(perOctave: 4)
+        #expect(bins.map(\.count).reduce(0, +) == 5_000)
+        for (lower, upper) in zip(bins, bins.dropFirst()) { #expect(lower.low < lower.high && lower.high <= upper.low) }
+        // Each bin counts exactly the values in its range (µs, low inclusive, high exclusive).
+        for bin in bins {
+            let inside = values.filter { Double($0) / 1000 >= bin.low && Double($0) / 1000 < bin.high }.count
+            #expect(UInt64(inside) == bin.count, "\(bin)")
+        }
+        // Four ranges per power of two: each spans a quarter of an octave.
+        #expect(bins.allSatisfy { abs(($0.high - $0.low) / $0.low - 0.25) < 0.2 })
+        #expect(LatencyBin.merged([a.bins(), b.bins()]) == bins)
+        #expect(LatencyHistogram().bins().isEmpty)
+    }
+
     @Test func emptyHistogramReportsZero() {
         #expect(LatencyHistogram().percentile(99) == 0)
     }

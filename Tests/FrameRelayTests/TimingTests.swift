@@ -67,10 +67,17 @@ import Testing
         for share in step.shares {
             #expect(share.framesIn >= 30 && share.framesOut > 0 && share.fps > 5, "\(share)")
             #expect(share.p99Milliseconds > 0 && share.hostCPUPercent > 0 && share.producerCPUPercent > 0)
+            // The distribution covers every encoded frame, and its p99 range holds the reported p99.
+            #expect(share.latency.map(\.count).reduce(0, +) >= share.framesOut, "\(share.latency)")
+            let p99 = share.p99Milliseconds * 1000  // µs, rounded: within a microsecond of its range
+            #expect(share.latency.contains { $0.low - 1 <= p99 && p99 <= $0.high + 1 }, "\(share.latency)")
         }
         #expect(step.timeline.count >= 2)
         let page = try String(contentsOfFile: html, encoding: .utf8)
         #expect(page.contains("<svg") && page.contains("Largest number of shares that held it: \(report.maxSessionsHeld)"))
+        // The histogram chart draws one bar per range of the step's merged distribution.
+        let histogram = try #require(page.components(separatedBy: "latency, all shares").dropFirst().first?.components(separatedBy: "</svg>").first)
+        #expect(histogram.components(separatedBy: "<rect").count - 1 == step.latency.count)
         for n in 0..<2 { #expect(!FileManager.default.fileExists(atPath: "/dev/shm" + (try AppGroup("group.com.example.loadtest.s\(n)")).sharedMemoryName)) }
     }
 }

@@ -98,6 +98,7 @@ public final class EncodePipeline {
         s.convert = convertTime.summary
         s.encode = encodeTime.summary
         s.captureToEncoded = captureToEncoded.summary
+        s.captureToEncodedBins = captureToEncoded.bins()
         return s
     }
 
@@ -117,4 +118,6 @@ public struct EncodeStats: Sendable, Codable {
     public var convert = LatencySummary(count: 0, p50: 0, p90: 0, p99: 0, max: 0, mean: 0)
     public var encode = LatencySummary(count: 0, p50: 0, p90: 0, p99: 0, max: 0, mean: 0)
     public var captureToEncoded = LatencySummary(count: 0, p50: 0, p90: 0, p99: 0, max: 0, mean: 0)
+    /// Captured → encoded as a distribution (four ranges per power of two).
+    public var captureToEncodedBins: [LatencyBin] = []
 }

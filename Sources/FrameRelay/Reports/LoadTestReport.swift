@@ -21,8 +21,10 @@ public struct LoadTestReport: Codable, Sendable {
         public var p99Milliseconds: Double
         public var hostCPUPercent: Double
         public var producerCPUPercent: Double
+        /// Captured → encoded, the whole distribution (µs ranges).
+        public var latency: [LatencyBin]
 
-        public init(appGroup: String, framesIn: UInt64, framesOut: UInt64, dropPercent: Double, fps: Double, p50Milliseconds: Double, p99Milliseconds: Double, hostCPUPercent: Double, producerCPUPercent: Double) {
+        public init(appGroup: String, framesIn: UInt64, framesOut: UInt64, dropPercent: Double, fps: Double, p50Milliseconds: Double, p99Milliseconds: Double, hostCPUPercent: Double, producerCPUPercent: Double, latency: [LatencyBin]) {
             self.appGroup = appGroup
             self.framesIn = framesIn
             self.framesOut = framesOut
@@ -32,6 +34,7 @@ public struct LoadTestReport: Codable, Sendable {
             self.p99Milliseconds = p99Milliseconds
             self.hostCPUPercent = hostCPUPercent
             self.producerCPUPercent = producerCPUPercent
+            self.latency = latency
         }
     }
 
@@ -61,6 +64,8 @@ public struct LoadTestReport: Codable, Sendable {
         public var p99Milliseconds: Double
         public var hostCPUPercent: Double
         public var timeline: [Sample]
+        /// Captured → encoded over every share (µs ranges).
+        public var latency: [LatencyBin] { LatencyBin.merged(shares.map(\.latency)) }
 
         public init(sessions: Int, seconds: Double, passed: Bool, shares: [Share], framesIn: UInt64, framesOut: UInt64, dropPercent: Double, fps: Double, p50Milliseconds: Double, p99Milliseconds: Double, hostCPUPercent: Double, timeline: [Sample]) {
             self.sessions = sessions

@@ -66,6 +66,24 @@ public struct LatencyHistogram: Sendable {
         return max
     }
 
+    /// The distribution for charts and reports: the non-empty ranges, in
+    /// microseconds, at `perOctave` ranges per power of two (a divisor of 16;
+    /// durations under 16 ns share one range).
+    public func bins(perOctave: Int = 4) -> [LatencyBin] {
+        precondition(perOctave > 0 && Self.subBuckets % perOctave == 0, "perOctave must divide \(Self.subBuckets)")
+        var result: [LatencyBin] = []
+        var index = 0
+        while index < buckets.count {
+            let end = index < Self.subBuckets ? Self.subBuckets : Swift.min(index + Self.subBuckets / perOctave, buckets.count)
+            let n = buckets[index..<end].reduce(0, &+)
+            if n > 0 {
+                result.append(LatencyBin(low: Double(Self.lowerBound(of: index)) / 1000, high: Double(Self.lowerBound(of: end)) / 1000, count: n))
+            }
+            index = end
+        }
+        return result
+    }
+
     /// p50, p90, p99, max and count, in microseconds, for reports.
     public var summary: LatencySummary {
         LatencySummary(
@@ -84,4 +102,26 @@ public struct LatencySummary: Sendable, Codable, Equatable {
     public var p99: Double
     public var max: Double
     public var mean: Double
+}
+
+/// A range of a latency distribution: `count` durations from `low` up to
+/// (not including) `high` microseconds.
+public struct LatencyBin: Sendable, Codable, Equatable {
+    public var low: Double
+    public var high: Double
+    public var count: UInt64
+
+    public init(low: Double, high: Double, count: UInt64) {
+        self.low = low
+        self.high = high
+        self.count = count
+    }
+
+    /// Several distributions of the same ranges (from ``LatencyHistogram/bins(perOctave:)``
+    /// with the same `perOctave`) added together.
+    public static func merged(_ distributions: [[LatencyBin]]) -> [LatencyBin] {
+        var byLow: [Double: LatencyBin] = [:]
+        for bin in distributions.joined() { byLow[bin.low, default: LatencyBin(low: bin.low, high: bin.high, count: 0)].count += bin.count }
+        return byLow.values.sorted { $0.low < $1.low }
+    }
 }

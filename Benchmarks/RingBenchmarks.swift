@@ -13,7 +13,7 @@ func producerWriteCost(quick: Bool) throws -> [BenchmarkResult] {
         for format in [PixelFormat.bgra, .nv12] {
             let sources = try (0..<8).map { n in
                 let buffer = try PixelBuffer(width: width, height: height, format: format)
-                buffer.withUnsafeMutablePlane(0) { bytes, _ in bytes.initializeMemory(as: UInt8.self, repeating: UInt8(n + 1)) }
+                _ = buffer.withUnsafeMutablePlane(0) { bytes, _ in bytes.initializeMemory(as: UInt8.self, repeating: UInt8(n + 1)) }
                 return buffer
             }
             let capacity = sources[0].capacity

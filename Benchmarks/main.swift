@@ -29,6 +29,7 @@ func main() throws -> Int32 {
             throw UsageError("baseline \(path) is not benchmark JSON ([{\"name\",\"unit\",\"value\"}])")
         }
     }
+    try OutputFile.check(parser.string("output")!, option: "output")
     let runner = BenchmarkRunner(quick: parser.flag("quick"), filter: parser.string("filter"))
     try runner.run("ring.write") { try producerWriteCost(quick: runner.quick) }
     try runner.run("ring.handoff") { try handoffBetweenProcesses(quick: runner.quick) }
@@ -53,7 +54,7 @@ func main() throws -> Int32 {
 
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-    try encoder.encode(runner.results).write(to: URL(fileURLWithPath: parser.string("output")!))
+    try OutputFile.write(String(decoding: try encoder.encode(runner.results), as: UTF8.self), to: parser.string("output")!)
     print(runner.table)
     if let baseline {
         let found = regressions(runner.results, baseline: baseline, thresholdPercent: threshold)

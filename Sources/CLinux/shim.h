@@ -1,8 +1,11 @@
 // Linux calls that Swift cannot make directly: futex goes through the
-// variadic syscall(2).
+// variadic syscall(2), prctl(2) is variadic, and strerrorname_np(3) is a GNU
+// extension the Glibc module does not show.
 #pragma once
 #include <errno.h>
 #include <linux/futex.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <stdint.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -19,3 +22,14 @@ static inline int clinux_futex_wait(uint32_t *word, uint32_t expected, int64_t t
 static inline int clinux_futex_wake(uint32_t *word) {
     return (int)syscall(SYS_futex, word, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
 }
+
+/// Has the kernel send `sig` to this process when the thread that started it
+/// exits. Returns 0 or -1 + errno.
+static inline int clinux_set_parent_death_signal(int sig) {
+    return prctl(PR_SET_PDEATHSIG, (unsigned long)sig, 0UL, 0UL, 0UL);
+}
+
+extern const char *strerrorname_np(int errnum);
+
+/// errno's symbolic name ("ENOSPC"), or NULL for a number glibc does not know.
+static inline const char *clinux_errno_name(int code) { return strerrorname_np(code); }

@@ -33,6 +33,7 @@ struct Settings {
     var switches: [Switch]
     var checksum: Bool
     var statsPath: String?
+    var exitWithParent: Bool
     var quiet: Bool
 }
 
@@ -53,6 +54,7 @@ func parseSettings() throws -> Settings {
     parser.option("switch", "FRAME:WxH[:FMT[:O]]", repeatable: true, help: "From FRAME on, send this size (and format, orientation).")
     parser.flag("checksum", help: "Store a payload checksum with each frame (the host can verify it).")
     parser.option("report", "PATH", help: "Write counters as JSON here at exit.")
+    parser.flag("exit-with-parent", help: "Finish when the process that started this one exits (as frame-relay demo and load-test run it).")
     parser.flag("quiet", help: "No log lines.")
     try parser.parse(Array(CommandLine.arguments.dropFirst()))
 
@@ -60,6 +62,7 @@ func parseSettings() throws -> Settings {
     _ = try AppGroup(group)
     var size = try parseSize(parser.string("size")!, option: "size")
     if let preset = parser.string("preset") {
+        guard !parser.given("size") else { throw UsageError("--size and --preset both set the picture size: give one") }
         guard let device = DevicePreset(rawValue: preset) else {
             throw UsageError("unknown --preset \"\(preset)\": one of " + DevicePreset.allCases.map(\.rawValue).joined(separator: ", "))
         }
@@ -71,21 +74,25 @@ func parseSettings() throws -> Settings {
     guard let orientation = Orientation(name: parser.string("orientation")!) else {
         throw UsageError("invalid --orientation \"\(parser.string("orientation")!)\": one of " + Orientation.allCases.map(\.description).joined(separator: ", "))
     }
-    let source = parser.string("source")!
+    // --file alone means --source file.
+    let source = parser.given("source") || !parser.given("file") ? parser.string("source")! : "file"
     guard ["pattern", "file", "x11"].contains(source) else { throw UsageError("invalid --source \"\(source)\": one of pattern, file, x11") }
     if source == "file", parser.string("file") == nil { throw UsageError("--source file needs --file PATH") }
+    if source != "file", parser.given("file") { throw UsageError("--file is for --source file, not --source \(source)") }
+    if source != "x11", parser.given("display") { throw UsageError("--display is for --source x11, not --source \(source)") }
+    if let path = parser.string("report") { try OutputFile.check(path, option: "report") }
     var pauses: [(Double, Double)] = []
     for text in parser.strings("pause") {
         let parts = text.split(separator: ":").map { Double($0) }
-        guard parts.count == 2, let at = parts[0], let length = parts[1], at >= 0, length > 0 else {
-            throw UsageError("invalid --pause \"\(text)\": expected AT:FOR in seconds, for example 2:1.5")
+        guard parts.count == 2, let at = parts[0], let length = parts[1], (0...1e9).contains(at), length > 0, length <= 1e9 else {
+            throw UsageError("invalid --pause \"\(text)\": expected AT:FOR in seconds (0...1e9), for example 2:1.5")
         }
         pauses.append((at, length))
     }
     var switches: [Switch] = []
     for text in parser.strings("switch") {
         let parts = text.split(separator: ":").map(String.init)
-        guard parts.count >= 2, let frame = UInt64(parts[0]) else {
+        guard (2...4).contains(parts.count), let frame = UInt64(parts[0]) else {
             throw UsageError("invalid --switch \"\(text)\": expected FRAME:WxH[:FORMAT[:ORIENTATION]]")
         }
         let size = try parseSize(parts[1], option: "switch")
@@ -107,7 +114,7 @@ func parseSettings() throws -> Settings {
         frames: try parser.int("frames", in: 1...Int.max).map(UInt64.init),
         duration: try parser.double("duration", in: 0.001...1e9),
         pauses: pauses, switches: switches.sorted { $0.frame < $1.frame },
-        checksum: parser.flag("checksum"), statsPath: parser.string("report"), quiet: parser.flag("quiet"))
+        checksum: parser.flag("checksum"), statsPath: parser.string("report"), exitWithParent: parser.flag("exit-with-parent"), quiet: parser.flag("quiet"))
 }
 
 /// The sample handler of this extension: its App Group comes from the command line.
@@ -163,8 +170,14 @@ func run() throws -> Int32 {
     let s = try parseSettings()
     Signals.resetInherited()
     signal(SIGUSR1) { _ in pauseToggles.wrappingAdd(1, ordering: .relaxed) }
-    signal(SIGINT) { _ in stopSignals.wrappingAdd(1, ordering: .relaxed) }
-    signal(SIGTERM) { _ in stopSignals.wrappingAdd(1, ordering: .relaxed) }
+    // A closed terminal (SIGHUP) ends the broadcast as Ctrl-C does; a closed stderr pipe is no reason to die.
+    for stop in [SIGINT, SIGTERM, SIGHUP] { signal(stop) { _ in stopSignals.wrappingAdd(1, ordering: .relaxed) } }
+    signal(SIGPIPE, SIG_IGN)
+    if s.exitWithParent {
+        let parent = getppid()
+        try Signals.onParentExit(SIGTERM)
+        if getppid() != parent { return 1 }  // the parent was already gone
+    }
 
     var width = s.width, height = s.height, format = s.format, orientation = s.orientation
     var source = try makeSource(s, width: width, height: height, format: format, orientation: orientation)
@@ -251,8 +264,7 @@ func run() throws -> Int32 {
             frames: number, written: counters.written, dropped: counters.dropped, takenByHost: taken,
             throttled: handler.throttled, maxSampleMicros: Double(handler.maxSampleNanoseconds) / 1000,
             peakRSSBytes: peakRSSBytes(), stopReason: stopReason, slotCapacity: largest)
-        let data = try JSONEncoder().encode(stats)
-        try data.write(to: URL(filePath: path))
+        try OutputFile.write(String(decoding: try JSONEncoder().encode(stats), as: UTF8.self), to: path)
     }
     return 0
 }

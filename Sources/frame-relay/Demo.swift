@@ -17,23 +17,27 @@ func runDemo(_ arguments: [String]) throws -> Int32 {
     parser.option("rtp", "HOST:PORT", help: "Also stream RTP here (RTCP to PORT+1), with an SDP in demo.sdp.")
     try parser.parse(arguments)
     let group = try AppGroup(parser.string("app-group")!)
+    // The producer's options are checked here, so that a bad one fails before anything starts.
+    let source = parser.string("source")!
+    guard ["pattern", "x11"].contains(source) else { throw UsageError("invalid --source \"\(source)\": one of pattern, x11") }
     _ = try parseSize(parser.string("size")!, option: "size")
+    _ = try parser.double("fps", in: 1...1000)
+    guard PixelFormat(name: parser.string("format")!) != nil else {
+        throw UsageError("invalid --format \"\(parser.string("format")!)\": one of bgra, nv12, i420, jpeg")
+    }
     let duration = try parser.double("duration", in: 0.001...1e9)
     let http = try parseListenAddress(parser.string("http")!)
     let rtp = try parser.string("rtp").map { try Destination($0) }
+    try checkOutputs(parser, ["report"])
+    if rtp != nil { try OutputFile.check("demo.sdp", option: "rtp (its SDP, demo.sdp)") }
+    let simulator = try siblingExecutable("broadcast-sim")
 
-    let simulator = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        .deletingLastPathComponent().appendingPathComponent("broadcast-sim")
-    guard FileManager.default.isExecutableFile(atPath: simulator.path) else {
-        throw UsageError("broadcast-sim not found next to frame-relay (\(simulator.path)); build the package first")
-    }
     let producer = Process()
     producer.executableURL = simulator
     producer.arguments = [
-        "--app-group", group.name, "--source", parser.string("source")!, "--size", parser.string("size")!,
-        "--fps", parser.string("fps")!, "--format", parser.string("format")!,
+        "--app-group", group.name, "--source", source, "--size", parser.string("size")!,
+        "--fps", parser.string("fps")!, "--format", parser.string("format")!, "--exit-with-parent",
     ]
-    // Bind the viewer before starting anything, so a taken port fails at once.
     var settings = HostSettings(
         groups: [group], options: ShareReceiver.Options(), encoding: [EncodePipeline.Options()], frames: nil, duration: duration,
         exitWhenFinished: false, statsPath: parser.string("report"), quiet: false)
@@ -44,14 +48,28 @@ func runDemo(_ arguments: [String]) throws -> Int32 {
         settings.streaming = [options]
         settings.sdpPaths = ["demo.sdp"]
     }
-    try producer.run()
-    log("demo: broadcast-sim (pid \(producer.processIdentifier)) → \(group) → host; Ctrl-C to stop")
-
-    if rtp != nil { log("demo: RTP to \(rtp!); play it with: ffplay -protocol_whitelist file,udp,rtp demo.sdp") }
     // Whatever happens to the host, the producer ends with it (and removes its ring).
     defer {
         if producer.isRunning { kill(producer.processIdentifier, SIGTERM) }
-        producer.waitUntilExit()
+        if producer.processIdentifier != 0 { producer.waitUntilExit() }
     }
-    return try runHost(settings, extraStop: { !producer.isRunning })
+    var producerEnded = false
+    // The producer starts once the viewer's port and the RTP socket are bound, so a taken port fails first.
+    let status = try runHost(settings, onReady: {
+        try producer.run()
+        log("demo: broadcast-sim (pid \(producer.processIdentifier)) → \(group) → host; Ctrl-C to stop")
+        if let rtp { log("demo: RTP to \(rtp); play it with: ffplay -protocol_whitelist file,udp,rtp demo.sdp") }
+    }, extraStop: {
+        producerEnded = !producer.isRunning
+        return producerEnded
+    })
+    guard producerEnded else { return status }
+    // The producer stopped on its own: its error line is above; say how it ended.
+    producer.waitUntilExit()
+    if producer.terminationReason == .uncaughtSignal {
+        log("error: broadcast-sim was killed by signal \(producer.terminationStatus)")
+        return 1
+    }
+    if producer.terminationStatus != 0 { log("error: broadcast-sim exited with status \(producer.terminationStatus)") }
+    return producer.terminationStatus == 0 ? status : 1
 }

@@ -19,6 +19,8 @@ func runLoadTest(_ arguments: [String]) throws -> Int32 {
     parser.option("report", "PATH", default: "load-test.json", help: "JSON report.")
     parser.option("html", "PATH", default: "load-test.html", help: "HTML report with SVG charts.")
     try parser.parse(arguments)
+    try checkOutputs(parser, ["report", "html"])
+    let simulator = try siblingExecutable("broadcast-sim")
     let sessions = try parser.int("sessions", in: 1...256)!
     let size = try parseSize(parser.string("size")!, option: "size")
     let fps = try parser.int("fps", in: 1...240)!
@@ -32,7 +34,7 @@ func runLoadTest(_ arguments: [String]) throws -> Int32 {
 
     func step(_ count: Int) throws -> LoadTestReport.Step {
         log("load-test: \(count) shares for \(fixed(duration, 0)) s…")
-        let result = try runStep(count, size: size, fps: fps, format: format, bitrate: bitrate, duration: duration, report: report)
+        let result = try runStep(count, simulator: simulator, size: size, fps: fps, format: format, bitrate: bitrate, duration: duration, report: report)
         log("load-test: \(count) shares \(result.passed ? "held" : "did not hold"): drops \(fixed(result.dropPercent, 2)) %, p99 \(fixed(result.p99Milliseconds, 1)) ms, \(fixed(result.fps, 1)) fps in total")
         return result
     }
@@ -61,8 +63,8 @@ func runLoadTest(_ arguments: [String]) throws -> Int32 {
     }
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-    try encoder.encode(report).write(to: URL(fileURLWithPath: parser.string("report")!))
-    try LoadTestHTML.render(report).write(toFile: parser.string("html")!, atomically: true, encoding: .utf8)
+    try OutputFile.write(String(decoding: try encoder.encode(report), as: UTF8.self), to: parser.string("report")!)
+    try OutputFile.write(LoadTestHTML.render(report), to: parser.string("html")!)
     log("load-test: largest number of shares that held the objective: \(report.maxSessionsHeld); report \(parser.string("report")!), \(parser.string("html")!)")
     return 0
 }
@@ -77,7 +79,7 @@ func processCPUSeconds(_ pid: Int32) -> Double {
     return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
 
-func runStep(_ count: Int, size: (width: Int, height: Int), fps: Int, format: PixelFormat, bitrate: Int, duration: Double, report: LoadTestReport) throws -> LoadTestReport.Step {
+func runStep(_ count: Int, simulator: URL, size: (width: Int, height: Int), fps: Int, format: PixelFormat, bitrate: Int, duration: Double, report: LoadTestReport) throws -> LoadTestReport.Step {
     let groups = try (0..<count).map { try AppGroup("group.com.example.loadtest.s\($0)") }
     var encoding = EncodePipeline.Options()
     encoding.settings.bitrateKbps = bitrate
@@ -87,11 +89,12 @@ func runStep(_ count: Int, size: (width: Int, height: Int), fps: Int, format: Pi
         groups: groups, options: ShareReceiver.Options(), encoding: Array(repeating: encoding, count: count), frames: nil,
         duration: duration, exitWhenFinished: false, statsPath: nil, quiet: true)
     settings.http = nil
-    let simulator = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("broadcast-sim")
     let producers = try groups.map { group in
         let process = Process()
         process.executableURL = simulator
-        process.arguments = ["--app-group", group.name, "--size", "\(size.width)x\(size.height)", "--fps", "\(fps)", "--format", "\(format)", "--quiet"]
+        process.arguments = [
+            "--app-group", group.name, "--size", "\(size.width)x\(size.height)", "--fps", "\(fps)", "--format", "\(format)", "--exit-with-parent", "--quiet",
+        ]
         process.standardError = FileHandle.nullDevice
         try process.run()
         return process

@@ -16,6 +16,11 @@ func runReceive(_ arguments: [String]) throws -> Int32 {
     parser.flag("quiet", help: "No summary line.")
     try parser.parse(arguments)
     let port = try parser.int("port", in: 1...65534)!
+    try checkOutputs(parser, ["report", "arrivals"])
+    var ipv4 = in_addr()
+    guard inet_pton(AF_INET, parser.string("address")!, &ipv4) == 1 else {
+        throw UsageError("invalid --address \"\(parser.string("address")!)\": expected a local IPv4 address such as 127.0.0.1 or 0.0.0.0")
+    }
     let duration = try parser.double("duration", in: 0.001...1e6)!
     let limit = try parser.int("frames", in: 1...Int.max).map(UInt64.init)
     let receiver: RTPReceiver
@@ -42,8 +47,7 @@ func runReceive(_ arguments: [String]) throws -> Int32 {
         }
     }
     if let path = parser.string("arrivals") {
-        let lines = arrivals.map { "{\"frame\":\($0.frame),\"decoded\":\($0.time)}\n" }.joined()
-        guard FileManager.default.createFile(atPath: path, contents: Data(lines.utf8)) else { throw UsageError("cannot write \(path)") }
+        try OutputFile.write(arrivals.map { "{\"frame\":\($0.frame),\"decoded\":\($0.time)}\n" }.joined(), to: path)
     }
     if !parser.flag("quiet") {
         log("received \(stats.packets) packets, \(stats.framesDecoded) frames decoded (\(stats.width)x\(stats.height)), \(stats.framesLost) lost, "
@@ -53,7 +57,7 @@ func runReceive(_ arguments: [String]) throws -> Int32 {
     if let path = parser.string("report") {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        try encoder.encode(report).write(to: URL(fileURLWithPath: path))
+        try OutputFile.write(String(decoding: try encoder.encode(report), as: UTF8.self), to: path)
     }
     return 0
 }

@@ -57,6 +57,9 @@ func declareHostOptions(_ parser: inout OptionParser) {
     parser.option("http", "[ADDRESS:]PORT", help: "Serve the live viewer, /stream.ivf, /metrics, /stats.json, /snapshot.jpg (loopback unless an address is given).")
 }
 
+/// The host options that only mean something when encoding.
+let encodingOptions = ["bitrate", "frame-rate", "keyframe-interval", "speed", "threads", "screen-content-mode", "max-size", "record", "rtp", "sdp", "packet-size", "http"]
+
 func hostSettings(_ parser: OptionParser) throws -> HostSettings {
     var groups: [AppGroup] = []
     for name in parser.strings("app-group") {
@@ -89,12 +92,17 @@ func hostSettings(_ parser: OptionParser) throws -> HostSettings {
             options.recordPath = records.isEmpty ? nil : records[index]
             return options
         }
-    } else if parser.given("record") || parser.given("rtp") {
-        throw UsageError("--record and --rtp need encoding: drop --no-encode")
+    } else if let option = encodingOptions.first(where: parser.given) {
+        throw UsageError("--\(option) needs encoding: drop --no-encode")
     }
     var streaming: [RTPSession.Options]?
     let destinations = try parser.strings("rtp").map { try Destination($0) }
     let sdpPaths = parser.strings("sdp")
+    // Every share's RTP and RTCP ports (PORT+2N, PORT+2N+1) must exist.
+    for destination in destinations where destination.port + 2 * (groups.count - 1) + 1 > 65535 {
+        throw UsageError("--rtp \(destination): \(groups.count) shares need ports \(destination.port)...\(destination.port + 2 * groups.count - 1), past 65535")
+    }
+    if destinations.isEmpty, parser.given("packet-size") { throw UsageError("--packet-size needs --rtp HOST:PORT") }
     if !destinations.isEmpty {
         let packetSize = try parser.int("packet-size", in: 64...9000)!
         streaming = groups.indices.map { index in
@@ -120,23 +128,22 @@ func hostSettings(_ parser: OptionParser) throws -> HostSettings {
         guard encoding != nil else { throw UsageError("--http needs encoding: drop --no-encode") }
         settings.http = try parseListenAddress(text)
     }
+    try checkOutputs(parser, ["report", "trace", "record", "sdp"])
     return settings
 }
 
 /// Runs the host until a stop condition; returns the exit status.
-func runHost(_ s: HostSettings, extraStop: @escaping () -> Bool = { false }, onTick: ([ShareStats]) -> Void = { _ in }) throws -> Int32 {
+/// `onReady` runs once everything is set up (files open, ports bound), before the first frame is taken.
+func runHost(
+    _ s: HostSettings, onReady: () throws -> Void = {}, extraStop: @escaping () -> Bool = { false }, onTick: ([ShareStats]) -> Void = { _ in }
+) throws -> Int32 {
     let stop = Atomic<Bool>(false)
     let failure = Mutex<String?>(nil)
     let quiet = s.quiet
     let receivers = s.groups.map { group in
         ShareReceiver(appGroup: group, options: s.options, trace: s.tracePath != nil, log: { message in if !quiet { log(message) } })
     }
-    let traceFile = try s.tracePath.map { path in
-        guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
-            throw UsageError("cannot write trace file \(path)")
-        }
-        return handle
-    }
+    let traceFile = try s.tracePath.map { FileHandle(fileDescriptor: try OutputFile.open($0), closeOnDealloc: true) }
     /// Appends every pending per-frame record as a JSON line (off the frame path).
     func drainTraces() {
         guard let traceFile else { return }
@@ -151,11 +158,7 @@ func runHost(_ s: HostSettings, extraStop: @escaping () -> Bool = { false }, onT
     let transports = try s.streaming.map { try $0.map { try RTPSession(options: $0) } }
     for (index, path) in s.sdpPaths.enumerated() {
         guard let session = transports?[index] else { break }
-        do {
-            try session.sdp(for: session.options.destinations[0]).write(toFile: path, atomically: true, encoding: .utf8)
-        } catch {
-            throw UsageError("cannot write SDP file \(path): \(error.localizedDescription)")
-        }
+        try OutputFile.write(session.sdp(for: session.options.destinations[0]), to: path)
     }
     if let transports, !quiet {
         for (group, session) in zip(s.groups, transports) {
@@ -170,6 +173,7 @@ func runHost(_ s: HostSettings, extraStop: @escaping () -> Bool = { false }, onT
         viewer.start()
         log("viewer: \(viewer.url)   (ffplay \(viewer.url)stream.ivf)")
     }
+    try onReady()
     var threads: [Thread] = []
     let done = Atomic<Int>(0)
     for (index, receiver) in receivers.enumerated() {
@@ -191,9 +195,15 @@ func runHost(_ s: HostSettings, extraStop: @escaping () -> Bool = { false }, onT
     if !quiet { log("waiting for frames on " + s.groups.map(\.name).joined(separator: ", ")) }
     let status = StatusLine(enabled: !quiet)
     let start = MonotonicClock.now()
+    var sendsFailing = Set<String>()
     while true {
         MonotonicClock.sleep(nanoseconds: 100_000_000)
         let snapshots = receivers.map(\.snapshot)
+        // A full socket buffer (EAGAIN, ENOBUFS) drops a burst; anything else means the destination is wrong.
+        for share in snapshots {
+            guard let code = share.transport?.lastSendError, code != EAGAIN, code != ENOBUFS, sendsFailing.insert(share.appGroup).inserted else { continue }
+            log("\(share.appGroup): RTP packets are not going out: sendto failed with \(SystemError.errorName(code)); check --rtp")
+        }
         status.update(snapshots)
         drainTraces()
         onTick(snapshots)
@@ -215,13 +225,29 @@ func runHost(_ s: HostSettings, extraStop: @escaping () -> Bool = { false }, onT
     if let path = s.statsPath {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        try encoder.encode(finals).write(to: URL(fileURLWithPath: path))
+        try OutputFile.write(String(decoding: try encoder.encode(finals), as: UTF8.self), to: path)
     }
     if let message = failure.withLock({ $0 }) {
         log("error: \(message)")
         return 1
     }
     return 0
+}
+
+/// Checks every output file the options name (see ``OutputFile/check(_:option:)``),
+/// and that no file is named twice.
+func checkOutputs(_ parser: OptionParser, _ options: [String]) throws {
+    var seen: [String: String] = [:]
+    for option in options where parser.given(option) {
+        for path in parser.strings(option) {
+            try OutputFile.check(path, option: option)
+            var info = stat()
+            if stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFCHR { continue }  // /dev/null takes any number
+            let key = URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
+            if let earlier = seen[key] { throw UsageError("\(path) is named by --\(earlier) and --\(option): give each output its own file") }
+            seen[key] = option
+        }
+    }
 }
 
 /// Parses `PORT` or `ADDRESS:PORT` for a listening socket (loopback by default).
@@ -232,6 +258,16 @@ func parseListenAddress(_ text: String) throws -> (address: String, port: Int) {
         throw UsageError("invalid --http \"\(text)\": expected PORT or ADDRESS:PORT with a port in 1...65535")
     }
     return (address.isEmpty ? "127.0.0.1" : address, port)
+}
+
+/// Another of this package's executables, from the directory this one was started from.
+func siblingExecutable(_ name: String) throws -> URL {
+    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+    let me = length > 0 ? String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
+    let url = URL(fileURLWithPath: me).deletingLastPathComponent().appendingPathComponent(name)
+    guard access(url.path, X_OK) == 0 else { throw UsageError("\(name) not found next to frame-relay (\(url.path)); build the package first") }
+    return url
 }
 
 /// Hands a value to one thread that alone uses it from then on.
@@ -263,8 +299,7 @@ func runCommand() throws -> Int32 {
 }
 
 Signals.resetInherited()
-signal(SIGINT) { _ in stopSignals.wrappingAdd(1, ordering: .relaxed) }
-signal(SIGTERM) { _ in stopSignals.wrappingAdd(1, ordering: .relaxed) }
+for stop in [SIGINT, SIGTERM, SIGHUP] { signal(stop) { _ in stopSignals.wrappingAdd(1, ordering: .relaxed) } }
 signal(SIGPIPE, SIG_IGN)
 do {
     exit(try runCommand())

@@ -20,6 +20,13 @@ import Testing
         (["--source", "x11", "--display", ":987"], "cannot connect to display :987"),
         (["--preset", "iphone-99"], "unknown --preset"),
         (["--pause", "soon"], "invalid --pause"),
+        (["--pause", "0.01:inf"], "invalid --pause \"0.01:inf\""),
+        (["--switch", "1:64x64:bgra:up:junk"], "invalid --switch"),
+        (["--size", "100x100", "--preset", "iphone-se"], "--size and --preset both set the picture size"),
+        (["--file", "clip.y4m", "--source", "pattern"], "--file is for --source file"),
+        (["--checksum=yes"], "--checksum takes no value"),
+        (["--report", "/nonexistent/r.json"], "cannot write --report /nonexistent/r.json: no directory /nonexistent"),
+        (["--report", "/tmp"], "cannot write --report /tmp: it is a directory"),
         (["--bogus"], "unknown option --bogus"),
     ]
 
@@ -32,14 +39,24 @@ import Testing
         #expect(result.stderr.contains(message), "\(result.stderr)")
     }
 
-    @Test func producerRejectsAMalformedFile() throws {
+    static let malformedFiles: [(String, String)] = [
+        ("not a video\n", "not a YUV4MPEG2 file"),
+        ("YUV4MPEG2 W64 H64 F30:1 C420p10\n", "colour space C420p10, only 8-bit 4:2:0 is supported"),
+        ("YUV4MPEG2 W64 H64 F30:1 C420jpeg\n", "no whole 64x64 frame after the header"),
+        ("YUV4MPEG2 W64 H64 F30:1\nFRAME\n" + String(repeating: "x", count: 100), "no whole 64x64 frame after the header"),
+    ]
+
+    @Test(arguments: malformedFiles)
+    func producerRejectsAMalformedFile(_ contents: String, _ message: String) throws {
         let dir = Paths.temporaryDirectory()
         let path = dir.appendingPathComponent("bad.y4m").path
-        try Data("not a video\n".utf8).write(to: URL(fileURLWithPath: path))
-        let result = run(Paths.executable("broadcast-sim"), ["--app-group", uniqueGroup().name, "--source", "file", "--file", path])
+        try Data(contents.utf8).write(to: URL(fileURLWithPath: path))
+        let group = uniqueGroup()
+        let result = run(Paths.executable("broadcast-sim"), ["--app-group", group.name, "--file", path])
         #expect(result.status != 0)
-        #expect(result.stderr.contains("malformed video file \(path): not a YUV4MPEG2 file"), "\(result.stderr)")
+        #expect(result.stderr.contains("malformed video file \(path): \(message)"), "\(result.stderr)")
         #expect(result.stderr.split(separator: "\n").count == 1)
+        #expect(!segmentExists(group))
     }
 
     static let hostCases: [([String], String)] = [
@@ -50,6 +67,16 @@ import Testing
         (["--work-ms", "x"], "invalid --work-ms"),
         (["launch"], "unknown subcommand \"launch\""),
         (["--nope"], "unknown option --nope"),
+        (["--no-encode=false"], "--no-encode takes no value"),
+        (["--no-encode", "--bitrate", "0"], "--bitrate needs encoding"),
+        (["--packet-size", "10"], "--packet-size needs --rtp"),
+        (["--app-group", "group.t.a", "--app-group", "group.t.b", "--rtp", "127.0.0.1:65533"], "2 shares need ports 65533...65536, past 65535"),
+        (["--app-group", "group.t.a", "--app-group", "group.t.b", "--record", "/tmp/same.ivf", "--record", "/tmp/same.ivf"], "give each output its own file"),
+        (["--report", "/nonexistent/r.json"], "cannot write --report /nonexistent/r.json: no directory /nonexistent"),
+        (["--record", "/tmp"], "cannot write --record /tmp: it is a directory"),
+        (["receive", "--address", "999.0.0.1"], "invalid --address \"999.0.0.1\""),
+        (["demo", "--fps", "0"], "invalid --fps \"0\""),
+        (["load-test", "--html", "/nonexistent/x.html"], "cannot write --html /nonexistent/x.html"),
     ]
 
     @Test(arguments: hostCases)
@@ -66,5 +93,27 @@ import Testing
         #expect(sim.stdout.contains("--app-group NAME") && sim.stdout.contains("(default: 1280x720)"))
         let relay = run(Paths.executable("frame-relay"), ["--help"])
         #expect(relay.status == 0 && relay.stdout.contains("--exit-when-finished"))
+    }
+
+    /// An output that is a FIFO nobody reads fails at once rather than blocking where no signal reaches.
+    @Test func aFIFOWithoutReaderFailsAtOnce() throws {
+        let fifo = Paths.temporaryDirectory().appendingPathComponent("fifo").path
+        #expect(mkfifo(fifo, 0o644) == 0)
+        for (command, arguments) in [("frame-relay", ["--record", fifo, "--duration", "1"]), ("broadcast-sim", ["--app-group", uniqueGroup().name, "--frames", "1", "--report", fifo])] {
+            let result = run(Paths.executable(command), arguments, timeout: 10)
+            #expect(result.status == 1, "\(command): \(result.status) \(result.stderr)")
+            #expect(result.stderr.contains("no process is reading this FIFO") && result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+        }
+    }
+
+    /// Outputs are written in place: through a symlink to its target, which stays a symlink.
+    @Test func anOutputThroughASymlinkWritesItsTarget() throws {
+        let dir = Paths.temporaryDirectory()
+        let target = dir.appendingPathComponent("target.json").path, link = dir.appendingPathComponent("link.json").path
+        #expect(symlink(target, link) == 0)
+        let result = run(Paths.executable("broadcast-sim"), ["--app-group", uniqueGroup().name, "--frames", "3", "--report", link, "--quiet"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: link)) == target)
+        #expect(try String(contentsOfFile: target, encoding: .utf8).contains("\"frames\":3"))
     }
 }

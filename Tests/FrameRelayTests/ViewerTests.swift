@@ -111,7 +111,8 @@ import Testing
         #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
         #expect(result.stderr.contains("HTTP address 127.0.0.1:\(port) is already in use"))
         let demo = run(Paths.executable("frame-relay"), ["demo", "--app-group", uniqueGroup().name, "--http", "\(port)"])
-        #expect(demo.status != 0 && demo.stderr.contains("is already in use"), "\(demo.stderr)")
+        // The port is bound before the producer starts: nothing else is said.
+        #expect(demo.status != 0 && demo.stderr.contains("is already in use") && demo.stderr.split(separator: "\n").count == 1, "\(demo.stderr)")
     }
 
     @Test func demoRunsEverythingAndLeavesNothingBehind() throws {
@@ -126,5 +127,31 @@ import Testing
         #expect(!segmentExists(group))
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: "/dev/shm").filter { "/" + $0 == group.sharedMemoryName }
         #expect(leftovers.isEmpty)
+    }
+
+    /// A demo killed outright takes its producer with it (and so its ring);
+    /// a demo whose producer dies says so and fails.
+    @Test func demoAndItsProducerEndTogether() throws {
+        func start() throws -> (Spawned, pid: Int32, AppGroup) {
+            let group = uniqueGroup("demo")
+            let demo = Spawned(Paths.executable("frame-relay"), ["demo", "--app-group", group.name, "--http", "\(freePortPair())", "--size", "320x240"])
+            #expect(demo.waitForLog("first-frame"))
+            let line = try #require(demo.stderr.split(separator: "\n").first { $0.contains("broadcast-sim (pid ") })
+            let pid = try #require(Int32(line.split(separator: "(pid ")[1].prefix { $0.isNumber }))
+            return (demo, pid, group)
+        }
+        func gone(_ pid: Int32) -> Bool {
+            for _ in 0..<300 where kill(pid, 0) == 0 || errno != ESRCH { usleep(10_000) }
+            return kill(pid, 0) != 0
+        }
+        let (killed, producer, group) = try start()
+        killed.signal(SIGKILL)
+        #expect(gone(producer))
+        #expect(!segmentExists(group))
+
+        let (orphaned, lost, _) = try start()
+        kill(lost, SIGKILL)
+        #expect(orphaned.wait(timeout: 20) == 1)
+        #expect(orphaned.stderr.contains("error: broadcast-sim was killed by signal 9"), "\(orphaned.stderr)")
     }
 }

@@ -63,6 +63,7 @@ public struct OptionParser {
                 throw UsageError("unknown option --\(name) (see --help)")
             }
             if option.valueName == nil {
+                guard inline == nil else { throw UsageError("--\(name) takes no value (given \"\(argument)\")") }
                 flags.insert(name)
             } else {
                 let value: String

@@ -1,4 +1,5 @@
 @preconcurrency import Glibc
+internal import CLinux
 
 /// Process-wide signal set-up for the executables.
 public enum Signals {
@@ -10,5 +11,12 @@ public enum Signals {
         sigemptyset(&empty)
         pthread_sigmask(SIG_SETMASK, &empty, nil)
         for signal in [SIGINT, SIGTERM, SIGUSR1, SIGUSR2, SIGHUP] { Glibc.signal(signal, SIG_DFL) }
+    }
+
+    /// Has the kernel send `signal` to this process when the process (the
+    /// thread) that started it exits, so that a child of a killed parent
+    /// does not run on alone.
+    public static func onParentExit(_ signal: Int32) throws(SystemError) {
+        _ = try valueOrErrno("prctl", "PR_SET_PDEATHSIG") { clinux_set_parent_death_signal(signal) }
     }
 }

@@ -38,9 +38,10 @@ public final class Y4MFileSource: FrameSource {
             case "F":
                 let parts = value.split(separator: ":").compactMap { Double($0) }
                 if parts.count == 2, parts[0] > 0, parts[1] > 0 { rate = parts[0] / parts[1] }
-            case "C" where !value.hasPrefix("420"):
+            // 420, 420jpeg, 420paldv, 420mpeg2: 8-bit 4:2:0 (420p10 and the like are not).
+            case "C" where !value.hasPrefix("420") || value.dropFirst(3).hasPrefix("p1"):
                 close(fd)
-                throw SourceError.malformed(path, "colour space C\(value), only 4:2:0 is supported")
+                throw SourceError.malformed(path, "colour space C\(value), only 8-bit 4:2:0 is supported")
             case "I" where value != "p" && value != "?":
                 close(fd)
                 throw SourceError.malformed(path, "interlaced (I\(value))")
@@ -61,6 +62,9 @@ public final class Y4MFileSource: FrameSource {
         self.position = newline + 1
         self.buffer = try PixelBuffer(width: width, height: height, format: .i420, rowAlignment: 1)
         self.frameBytes = buffer.byteCount
+        // A file that ends before its first whole frame has nothing to send.
+        guard try readFrame() else { throw SourceError.malformed(path, "no whole \(width)x\(height) frame after the header") }
+        position = dataStart
     }
 
     deinit {

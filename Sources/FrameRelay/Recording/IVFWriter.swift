@@ -22,7 +22,7 @@ public final class IVFWriter {
 
     /// Creates (or truncates) `path`; throws a ``SystemError`` naming it.
     public init(path: String, width: Int, height: Int, timebaseDenominator: UInt32 = 90_000) throws(SystemError) {
-        fd = try valueOrErrno("open", path) { open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
+        fd = try OutputFile.open(path)
         self.path = path
         let file = Self.fileHeader(width: width, height: height, timebaseDenominator: timebaseDenominator)
         let written = file.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, 32) }

@@ -1,4 +1,5 @@
 @preconcurrency import Glibc
+internal import CLinux
 
 /// A failed system call: the call, the object it was made on, and `errno`.
 ///
@@ -15,25 +16,15 @@ public struct SystemError: Error, CustomStringConvertible, Equatable {
     }
 
     public var description: String {
-        "\(call)(\(object)): \(Self.name(of: code)) (\(String(cString: strerror(code))))"
+        "\(call)(\(object)): \(Self.errorName(code))"
     }
 
+    /// errno's symbolic name and text, such as `ENOSPC (No space left on device)`.
+    public static func errorName(_ code: Int32) -> String { "\(name(of: code)) (\(String(cString: strerror(code))))" }
+
+    /// errno's symbolic name, such as `ENOSPC`.
     static func name(of code: Int32) -> String {
-        switch code {
-        case EACCES: "EACCES"
-        case EAGAIN: "EAGAIN"
-        case EEXIST: "EEXIST"
-        case ENOENT: "ENOENT"
-        case EPERM: "EPERM"
-        case EINVAL: "EINVAL"
-        case ENOMEM: "ENOMEM"
-        case ESRCH: "ESRCH"
-        case EADDRINUSE: "EADDRINUSE"
-        case ECONNREFUSED: "ECONNREFUSED"
-        case ETIMEDOUT: "ETIMEDOUT"
-        case ENAMETOOLONG: "ENAMETOOLONG"
-        default: "errno \(code)"
-        }
+        clinux_errno_name(code).map { String(cString: $0) } ?? "errno \(code)"
     }
 }
 

@@ -82,7 +82,10 @@ public final class RTPReceiver {
         var local = sockaddr_in()
         local.sin_family = sa_family_t(AF_INET)
         local.sin_port = UInt16(port).bigEndian
-        inet_pton(AF_INET, address, &local.sin_addr)
+        guard inet_pton(AF_INET, address, &local.sin_addr) == 1 else {
+            close(fd)
+            throw SystemError("inet_pton", address, code: EINVAL)
+        }
         let result = withUnsafePointer(to: &local) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }

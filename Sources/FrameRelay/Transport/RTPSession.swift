@@ -146,7 +146,10 @@ public final class RTPSession {
                     sendto(rtpSocket, packet.baseAddress, packet.count, Int32(MSG_DONTWAIT), $0, destination.length)
                 }
             }
-            if result < 0 { stats.sendErrors += 1 }
+            if result < 0 {
+                stats.sendErrors += 1
+                stats.lastSendError = errno
+            }
         }
     }
 
@@ -248,6 +251,8 @@ public struct TransportStats: Sendable, Codable {
     public var packets: UInt64 = 0
     public var octets: UInt64 = 0
     public var sendErrors: UInt64 = 0
+    /// errno of the last failed send.
+    public var lastSendError: Int32?
     public var senderReports: UInt64 = 0
     public var receiverReports: UInt64 = 0
     public var rtcpReceived: UInt64 = 0

@@ -21,9 +21,18 @@ public struct ReceiveReport: Codable, Sendable {
         let text = String(decoding: data, as: UTF8.self)
         var times: [UInt64: UInt64] = [:]
         let decoder = JSONDecoder()
-        for line in text.split(separator: "\n") where !line.isEmpty {
-            if let entry = try? decoder.decode(Line.self, from: Data(line.utf8)) { times[entry.frame] = entry.captured }
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        for (index, line) in lines.enumerated() where !line.isEmpty {
+            do {
+                let entry = try decoder.decode(Line.self, from: Data(line.utf8))
+                times[entry.frame] = entry.captured
+            } catch {
+                // A last line without its newline may be one a running host is still writing.
+                if index == lines.count - 1 { break }
+                throw UsageError("line \(index + 1) of \(path) is not a capture record like {\"frame\":1,\"captured\":123}")
+            }
         }
+        guard !times.isEmpty else { throw UsageError("no capture records in \(path): expected JSON lines like {\"frame\":1,\"captured\":123}") }
         return times
     }
 

@@ -1,0 +1,62 @@
+@preconcurrency import Glibc
+
+/// A file the user named for output (a report, a trace, an SDP, a
+/// recording): checked before the run starts, so that a bad path fails up
+/// front in one line, and written in place, so that a symlink's target or a
+/// device is written, never replaced, and a FIFO that nobody reads fails
+/// instead of blocking.
+public enum OutputFile {
+    /// Throws a one-line ``UsageError`` naming `--option` when `path` cannot
+    /// be written now: its directory is missing, it is a directory, it is a
+    /// FIFO nobody reads, or it may not be written. Creates nothing.
+    public static func check(_ path: String, option: String) throws(UsageError) {
+        func fail(_ why: String) -> UsageError { UsageError("cannot write --\(option) \(path): \(why)") }
+        var info = stat()
+        if stat(path, &info) == 0 {
+            switch info.st_mode & S_IFMT {
+            case S_IFDIR:
+                throw fail("it is a directory")
+            case S_IFIFO:
+                let fd = Glibc.open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+                guard fd >= 0 else { throw fail(errno == ENXIO ? "no process is reading this FIFO" : SystemError.errorName(errno)) }
+                close(fd)
+            default:
+                guard access(path, W_OK) == 0 else { throw fail(SystemError.errorName(errno)) }
+            }
+            return
+        }
+        guard errno == ENOENT else { throw fail(SystemError.errorName(errno)) }
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        guard stat(directory, &info) == 0 else { throw fail("no directory \(directory)") }
+        guard info.st_mode & S_IFMT == S_IFDIR else { throw fail("\(directory) is not a directory") }
+        guard access(directory, W_OK | X_OK) == 0 else { throw fail("cannot create files in \(directory): \(SystemError.errorName(errno))") }
+    }
+
+    /// Opens `path` for writing from the start (created 0644 if missing,
+    /// truncated); a FIFO with no reader fails with `ENXIO`.
+    public static func open(_ path: String) throws(SystemError) -> Int32 {
+        let fd = try valueOrErrno("open", path) { Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0o644) }
+        // Blocking from here on: a FIFO's reader may be slower than we are.
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        return fd
+    }
+
+    /// Writes all of `bytes` to `fd` (`path` names it in errors).
+    public static func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws(SystemError) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = try valueOrErrno("write", path) { Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset) }
+            offset += n
+        }
+    }
+
+    /// Replaces the contents of `path` with `text`.
+    public static func write(_ text: String, to path: String) throws {
+        let fd = try open(path)
+        defer { close(fd) }
+        var text = text
+        try text.withUTF8 { try write(fd, UnsafeRawBufferPointer($0), path: path) }
+    }
+
+}

@@ -115,7 +115,7 @@ import Testing
         (["--bitrate", "0"], "invalid --bitrate \"0\""),
         (["--frame-rate", "0"], "invalid --frame-rate \"0\""),
         (["--max-size", "20000x100"], "width and height must be 1...16383"),
-        (["--record", "/nonexistent-dir/x.ivf"], "cannot write recording /nonexistent-dir/x.ivf: ENOENT"),
+        (["--record", "/nonexistent-dir/x.ivf"], "cannot write --record /nonexistent-dir/x.ivf: no directory /nonexistent-dir"),
         (["--speed", "40"], "invalid --speed"),
     ]
 

@@ -175,7 +175,7 @@ import Testing
         (["--rtp", "127.0.0.1:0"], "port must be 1...65534"),
         (["--rtp", "127.0.0.1"], "expected HOST:PORT"),
         (["--sdp", "/tmp/x.sdp"], "--sdp needs a destination"),
-        (["--rtp", "127.0.0.1:5004", "--sdp", "/nonexistent-dir/x.sdp"], "cannot write SDP file /nonexistent-dir/x.sdp"),
+        (["--rtp", "127.0.0.1:5004", "--sdp", "/nonexistent-dir/x.sdp"], "cannot write --sdp /nonexistent-dir/x.sdp: no directory /nonexistent-dir"),
     ]
 
     @Test(arguments: badDestinations)

@@ -29,7 +29,7 @@ func runDemo(_ arguments: [String]) throws -> Int32 {
     let http = try parseListenAddress(parser.string("http")!)
     let rtp = try parser.string("rtp").map { try Destination($0) }
     try checkOutputs(parser, ["report"])
-    if rtp != nil { try OutputFile.check("demo.sdp", option: "rtp (its SDP, demo.sdp)") }
+    if rtp != nil { try OutputFile.check("demo.sdp", option: "rtp") }
     let simulator = try siblingExecutable("broadcast-sim")
 
     let producer = Process()

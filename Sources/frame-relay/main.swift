@@ -124,10 +124,7 @@ func hostSettings(_ parser: OptionParser) throws -> HostSettings {
     settings.streaming = streaming
     settings.sdpPaths = sdpPaths
     settings.tracePath = parser.string("trace")
-    if let text = parser.string("http") {
-        guard encoding != nil else { throw UsageError("--http needs encoding: drop --no-encode") }
-        settings.http = try parseListenAddress(text)
-    }
+    settings.http = try parser.string("http").map(parseListenAddress)
     try checkOutputs(parser, ["report", "trace", "record", "sdp"])
     return settings
 }

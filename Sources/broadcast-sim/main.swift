@@ -173,11 +173,7 @@ func run() throws -> Int32 {
     // A closed terminal (SIGHUP) ends the broadcast as Ctrl-C does; a closed stderr pipe is no reason to die.
     for stop in [SIGINT, SIGTERM, SIGHUP] { signal(stop) { _ in stopSignals.wrappingAdd(1, ordering: .relaxed) } }
     signal(SIGPIPE, SIG_IGN)
-    if s.exitWithParent {
-        let parent = getppid()
-        try Signals.onParentExit(SIGTERM)
-        if getppid() != parent { return 1 }  // the parent was already gone
-    }
+    if s.exitWithParent, try !Signals.stopWithParent() { return 1 }
 
     var width = s.width, height = s.height, format = s.format, orientation = s.orientation
     var source = try makeSource(s, width: width, height: height, format: format, orientation: orientation)

@@ -8,6 +8,7 @@ import FrameRelay
 func runLoadTest(_ arguments: [String]) throws -> Int32 {
     var parser = OptionParser(command: "frame-relay load-test", summary: "many shares at once: frames, drops, fps, latency and CPU per share")
     parser.option("sessions", "N", default: "4", help: "Concurrent shares (producer processes), or the ramp's upper bound with --ramp.")
+    parser.option("hosts", "K", default: "1", help: "Host processes the shares are dealt to (1: this process hosts them all).")
     parser.flag("ramp", help: "Find the largest number of shares that holds the objective (1, 2, 4, … then bisect).")
     parser.option("size", "WxH", default: "1280x720", help: "Picture size of every producer.")
     parser.option("fps", "N", default: "15", help: "Frames per second of every producer.")
@@ -22,6 +23,7 @@ func runLoadTest(_ arguments: [String]) throws -> Int32 {
     try checkOutputs(parser, ["report", "html"])
     let simulator = try siblingExecutable("broadcast-sim")
     let sessions = try parser.int("sessions", in: 1...256)!
+    let hosts = try parser.int("hosts", in: 1...64)!
     let size = try parseSize(parser.string("size")!, option: "size")
     let fps = try parser.int("fps", in: 1...240)!
     guard let format = PixelFormat(name: parser.string("format")!) else { throw UsageError("invalid --format \"\(parser.string("format")!)\"") }
@@ -30,11 +32,11 @@ func runLoadTest(_ arguments: [String]) throws -> Int32 {
     let objective = LoadTestReport.Objective(
         maxDropPercent: try parser.double("max-drop-percent", in: 0...100)!, maxP99Milliseconds: try parser.double("max-p99-ms", in: 0.1...100_000)!)
     let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
-    var report = LoadTestReport(size: "\(size.width)x\(size.height)", framesPerSecond: fps, format: "\(format)", cores: cores, objective: objective)
+    var report = LoadTestReport(size: "\(size.width)x\(size.height)", framesPerSecond: fps, format: "\(format)", cores: cores, hosts: hosts, objective: objective)
 
     func step(_ count: Int) throws -> LoadTestReport.Step {
         log("load-test: \(count) shares for \(fixed(duration, 0)) s…")
-        let result = try runStep(count, simulator: simulator, size: size, fps: fps, format: format, bitrate: bitrate, duration: duration, report: report)
+        let result = try runStep(count, simulator: simulator, hosts: min(hosts, count), size: size, fps: fps, format: format, bitrate: bitrate, duration: duration, report: report)
         log("load-test: \(count) shares \(result.passed ? "held" : "did not hold"): drops \(fixed(result.dropPercent, 2)) %, p99 \(fixed(result.p99Milliseconds, 1)) ms, \(fixed(result.fps, 1)) fps in total")
         return result
     }
@@ -79,16 +81,14 @@ func processCPUSeconds(_ pid: Int32) -> Double {
     return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
 
-func runStep(_ count: Int, simulator: URL, size: (width: Int, height: Int), fps: Int, format: PixelFormat, bitrate: Int, duration: Double, report: LoadTestReport) throws -> LoadTestReport.Step {
+func runStep(
+    _ count: Int, simulator: URL, hosts: Int, size: (width: Int, height: Int), fps: Int, format: PixelFormat, bitrate: Int, duration: Double, report: LoadTestReport
+) throws -> LoadTestReport.Step {
     let groups = try (0..<count).map { try AppGroup("group.com.example.loadtest.s\($0)") }
     var encoding = EncodePipeline.Options()
     encoding.settings.bitrateKbps = bitrate
     encoding.settings.frameRate = fps
     encoding.settings.concurrentEncoders = count
-    var settings = HostSettings(
-        groups: groups, options: ShareReceiver.Options(), encoding: Array(repeating: encoding, count: count), frames: nil,
-        duration: duration, exitWhenFinished: false, statsPath: nil, quiet: true)
-    settings.http = nil
     let producers = try groups.map { group in
         let process = Process()
         process.executableURL = simulator
@@ -108,8 +108,7 @@ func runStep(_ count: Int, simulator: URL, size: (width: Int, height: Int), fps:
     let start = MonotonicClock.now()
     var nextSample = 1.0
     var producerCPU: [Double] = Array(repeating: 0, count: count)
-    _ = try runHost(settings, onTick: { snapshots in
-        finals = snapshots
+    finals = try hostShares(groups, size: size, encoding: encoding, hosts: hosts, duration: duration, onTick: { snapshots in
         let elapsed = Double(MonotonicClock.now() - start) / 1e9
         if elapsed >= nextSample {
             nextSample += 1
@@ -137,4 +136,120 @@ func runStep(_ count: Int, simulator: URL, size: (width: Int, height: Int), fps:
         dropPercent: totalWritten == 0 ? 100 : dropped / totalWritten * 100, fps: shares.map(\.fps).reduce(0, +),
         p50Milliseconds: shares.map(\.p50Milliseconds).max() ?? 0, p99Milliseconds: shares.map(\.p99Milliseconds).max() ?? 0,
         hostCPUPercent: shares.map(\.hostCPUPercent).reduce(0, +), timeline: timeline)
+}
+
+/// Hosts the shares for `duration` seconds: here (one host) or dealt round
+/// robin to `hosts` child hosts, whose statistics are read from their
+/// `/stats.json` while they run and from their `--report` at the end.
+/// Calls `onTick` with every share's statistics, in `groups` order, at
+/// least once a second; returns the final ones.
+func hostShares(
+    _ groups: [AppGroup], size: (width: Int, height: Int), encoding: EncodePipeline.Options, hosts: Int, duration: Double,
+    onTick: ([ShareStats]) -> Void
+) throws -> [ShareStats] {
+    if hosts == 1 {
+        var finals: [ShareStats] = []
+        let settings = HostSettings(
+            groups: groups, options: ShareReceiver.Options(), encoding: Array(repeating: encoding, count: groups.count), frames: nil,
+            duration: duration, exitWhenFinished: false, statsPath: nil, quiet: true)
+        _ = try runHost(settings, onTick: { snapshots in
+            finals = snapshots
+            onTick(snapshots)
+        })
+        return finals
+    }
+    let work = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("frame-relay-load-\(getpid())")
+    try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: work) }
+    let relay = try siblingExecutable("frame-relay")
+    let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+    // The machine's cores are shared by every share, whichever host it is in.
+    let threads = encoding.settings.threads ?? VP8Settings.threadCount(width: size.width, height: size.height, cores: cores, concurrentEncoders: groups.count)
+    let shares = (0..<hosts).map { host in Array(stride(from: host, to: groups.count, by: hosts)) }
+    var children: [(process: Process, port: Int, report: URL, log: URL)] = []
+    defer {
+        for child in children where child.process.isRunning { kill(child.process.processIdentifier, SIGTERM) }
+        for child in children { child.process.waitUntilExit() }
+    }
+    for (host, members) in shares.enumerated() {
+        let port = try freeLoopbackPort()
+        let report = work.appendingPathComponent("host-\(host).json"), log = work.appendingPathComponent("host-\(host).log")
+        let process = Process()
+        process.executableURL = relay
+        process.arguments = members.flatMap { ["--app-group", groups[$0].name] } + [
+            "--bitrate", "\(encoding.settings.bitrateKbps)", "--frame-rate", "\(encoding.settings.frameRate)", "--threads", "\(threads)",
+            "--duration", "\(duration)", "--http", "127.0.0.1:\(port)", "--report", report.path, "--exit-with-parent", "--quiet",
+        ]
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: log)
+        try process.run()
+        children.append((process, port, report, log))
+    }
+    /// A host that stopped before its time: its own words.
+    func failure(_ host: Int) -> UsageError {
+        let words = (try? String(contentsOf: children[host].log, encoding: .utf8))?.split(separator: "\n").last.map(String.init)
+        return UsageError("load-test host \(host + 1) of \(hosts) stopped: " + (words ?? "exit status \(children[host].process.terminationStatus)"))
+    }
+    var latest = groups.map { ShareStats(appGroup: $0.name) }
+    while children.contains(where: { $0.process.isRunning }) {
+        MonotonicClock.sleep(nanoseconds: 1_000_000_000)
+        for (host, child) in children.enumerated() {
+            guard let body = httpGet(port: child.port, path: "/stats.json"), let stats = try? JSONDecoder().decode([ShareStats].self, from: body) else {
+                if !child.process.isRunning, child.process.terminationStatus != 0 { throw failure(host) }
+                continue
+            }
+            for (member, share) in zip(shares[host], stats) { latest[member] = share }
+        }
+        onTick(latest)
+    }
+    for (host, child) in children.enumerated() {
+        guard child.process.terminationStatus == 0, let data = FileManager.default.contents(atPath: child.report.path),
+            let stats = try? JSONDecoder().decode([ShareStats].self, from: data)
+        else { throw failure(host) }
+        for (member, share) in zip(shares[host], stats) { latest[member] = share }
+    }
+    return latest
+}
+
+/// A TCP port on the loopback that is free now.
+func freeLoopbackPort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    guard fd >= 0, bound else { throw UsageError("no free loopback port for a load-test host: \(SystemError.errorName(errno))") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// The body of `GET path` from a host's viewer on the loopback (one request, one connection), or nil.
+func httpGet(port: Int, path: String) -> Data? {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var timeout = timeval(tv_sec: 2, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = UInt16(port).bigEndian
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+    }
+    let request = Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+    guard connected, send(fd, request, request.count, Int32(MSG_NOSIGNAL)) == request.count else { return nil }
+    var response = Data()
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let n = recv(fd, &buffer, buffer.count, 0)
+        if n < 0, errno == EINTR { continue }
+        guard n > 0 else { break }
+        response.append(contentsOf: buffer[..<n])
+    }
+    guard response.starts(with: Data("HTTP/1.1 200".utf8)), let end = response.range(of: Data("\r\n\r\n".utf8)) else { return nil }
+    return response[end.upperBound...]
 }

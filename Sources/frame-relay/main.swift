@@ -42,6 +42,7 @@ func declareHostOptions(_ parser: inout OptionParser) {
     parser.option("report", "PATH", help: "Write a JSON summary at exit: per share, counters and percentiles of every stage.")
     parser.option("trace", "PATH", help: "Write one JSON line per frame with its time at every stage (CLOCK_MONOTONIC ns).")
     parser.flag("quiet", help: "No status line or log lines.")
+    parser.flag("exit-with-parent", help: "Stop when the process that started this one exits (as load-test --hosts runs it).")
     parser.flag("no-encode", help: "Only take frames (ring statistics), do not encode.")
     parser.option("bitrate", "KBPS", default: "2500", help: "VP8 target bitrate (CBR), kilobits per second.")
     parser.option("frame-rate", "N", default: "30", help: "Frame rate the encoder's rate control plans for.")
@@ -283,7 +284,9 @@ func runCommand() throws -> Int32 {
         var parser = OptionParser(command: "frame-relay [run]", summary: "attach to App Group rings and take every newest frame, with live per-frame stats")
         declareHostOptions(&parser)
         try parser.parse(arguments)
-        return try runHost(try hostSettings(parser))
+        let settings = try hostSettings(parser)
+        if parser.flag("exit-with-parent"), try !Signals.stopWithParent() { return 1 }
+        return try runHost(settings)
     case "demo":
         return try runDemo(arguments)
     case "receive":

@@ -53,17 +53,19 @@ import Testing
         #expect(r.stderr.contains("glass-to-glass p50"))
     }
 
-    @Test func loadTestOfTwoSharesCompletesWithAReport() throws {
+    /// In this process, and dealt to two host processes.
+    @Test(arguments: [1, 2])
+    func loadTestOfTwoSharesCompletesWithAReport(hosts: Int) throws {
         let dir = Paths.temporaryDirectory()
         let json = dir.appendingPathComponent("load.json").path
         let html = dir.appendingPathComponent("load.html").path
         let result = run(Paths.executable("frame-relay"), [
-            "load-test", "--sessions", "2", "--size", "320x240", "--fps", "15", "--duration", "3", "--report", json, "--html", html,
+            "load-test", "--sessions", "2", "--hosts", "\(hosts)", "--size", "320x240", "--fps", "15", "--duration", "3", "--report", json, "--html", html,
         ], timeout: 60)
         #expect(result.status == 0, "\(result.stderr)")
         let report = try JSONDecoder().decode(LoadTestReport.self, from: Data(contentsOf: URL(fileURLWithPath: json)))
         let step = try #require(report.steps.first)
-        #expect(step.sessions == 2 && step.shares.count == 2)
+        #expect(report.hosts == hosts && step.sessions == 2 && step.shares.count == 2)
         for share in step.shares {
             #expect(share.framesIn >= 30 && share.framesOut > 0 && share.fps > 5, "\(share)")
             #expect(share.p99Milliseconds > 0 && share.hostCPUPercent > 0 && share.producerCPUPercent > 0)
@@ -72,7 +74,7 @@ import Testing
             let p99 = share.p99Milliseconds * 1000  // µs, rounded: within a microsecond of its range
             #expect(share.latency.contains { $0.low - 1 <= p99 && p99 <= $0.high + 1 }, "\(share.latency)")
         }
-        #expect(step.timeline.count >= 2)
+        #expect(step.timeline.count >= 2 && step.timeline.contains { $0.fps.count == 2 && $0.fps.allSatisfy { $0 > 5 } }, "\(step.timeline)")
         let page = try String(contentsOfFile: html, encoding: .utf8)
         #expect(page.contains("<svg") && page.contains("Largest number of shares that held it: \(report.maxSessionsHeld)"))
         // The histogram chart draws one bar per range of the step's merged distribution.

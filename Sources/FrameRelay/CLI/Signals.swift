@@ -13,10 +13,13 @@ public enum Signals {
         for signal in [SIGINT, SIGTERM, SIGUSR1, SIGUSR2, SIGHUP] { Glibc.signal(signal, SIG_DFL) }
     }
 
-    /// Has the kernel send `signal` to this process when the process (the
+    /// Has the kernel send this process SIGTERM when the process (the
     /// thread) that started it exits, so that a child of a killed parent
-    /// does not run on alone.
-    public static func onParentExit(_ signal: Int32) throws(SystemError) {
-        _ = try valueOrErrno("prctl", "PR_SET_PDEATHSIG") { clinux_set_parent_death_signal(signal) }
+    /// stops as on Ctrl-C rather than running on alone. False when the
+    /// parent is already gone.
+    public static func stopWithParent() throws(SystemError) -> Bool {
+        let parent = getppid()
+        _ = try valueOrErrno("prctl", "PR_SET_PDEATHSIG") { clinux_set_parent_death_signal(SIGTERM) }
+        return getppid() == parent
     }
 }

@@ -8,7 +8,7 @@ public enum LoadTestHTML {
     public static func render(_ report: LoadTestReport) -> String {
         var body = """
         <h1>FrameRelay load test</h1>
-        <p>\(report.size) \(report.format) at \(report.framesPerSecond) frames/s per share on \(report.cores) cores.
+        <p>\(report.size) \(report.format) at \(report.framesPerSecond) frames/s per share on \(report.cores) cores, \(report.hosts == 1 ? "one host process" : "shares dealt to \(report.hosts) host processes").
         Objective: drops &lt; \(fixed(report.objective.maxDropPercent, 1)) % and capture→encoded p99 &lt; \(fixed(report.objective.maxP99Milliseconds, 0)) ms on every share.
         <b>Largest number of shares that held it: \(report.maxSessionsHeld).</b></p>
         """

@@ -87,16 +87,19 @@ public struct LoadTestReport: Codable, Sendable {
     public var framesPerSecond: Int
     public var format: String
     public var cores: Int
+    /// Host processes the shares were dealt to.
+    public var hosts: Int
     public var objective: Objective
     public var steps: [Step] = []
     /// The most shares that held the objective (0 if none did).
     public var maxSessionsHeld: Int = 0
 
-    public init(size: String, framesPerSecond: Int, format: String, cores: Int, objective: Objective) {
+    public init(size: String, framesPerSecond: Int, format: String, cores: Int, hosts: Int = 1, objective: Objective) {
         self.size = size
         self.framesPerSecond = framesPerSecond
         self.format = format
         self.cores = cores
+        self.hosts = hosts
         self.objective = objective
     }
 

@@ -114,6 +114,67 @@ import Testing
         #expect(peer.frames.filter(\.keyframe).count == 3)  // the first frame, the PLI's, the FIR's
     }
 
+    /// NACKs can come from anyone who knows the SSRC: asking for the same
+    /// packets thousands of times gets each sent again once per 100 ms, never
+    /// a flood.
+    @Test func aNACKStormIsNotAmplified() throws {
+        let group = uniqueGroup("nack")
+        let port = freePortPair()
+        let peer = TestRTPPeer(port: port)
+        let hostStats = Paths.temporaryDirectory().appendingPathComponent("host.json").path
+        let h = host([group], ["--rtp", "127.0.0.1:\(port)", "--exit-when-finished", "--report", hostStats, "--quiet"])
+        let p = producer(group, ["--size", "320x240", "--fps", "30", "--duration", "3", "--quiet"])
+        peer.pump(1.5)
+        #expect(!peer.reports.isEmpty, "no Sender Report to answer")
+        // 20 packets, each asking 371 times for the last 17 packets sent: 126,140 requests.
+        for _ in 0..<20 { peer.sendNACK(first: peer.lastSequence &- 16) }
+        peer.pump(0.3)
+        #expect(p.wait() == 0)
+        #expect(h.wait() == 0)
+        let transport = try #require(try readShareStats(hostStats).first?.transport)
+        #expect(transport.nacked >= 371 * 17, "the storm was not read: \(transport.nacked) requests")
+        #expect(transport.retransmitted <= 3 * 17, "\(transport.retransmitted) packets sent again for \(transport.nacked) requests")
+    }
+
+    /// Our receiver follows one stream: a stranger's packet with a far-off
+    /// timestamp does not stop it, and a forged keyframe header declaring
+    /// 16383x16383 is not handed to the decoder (it would allocate ~0.9 GB).
+    @Test func receiverIgnoresStrangersAndOversizedKeyframes() throws {
+        let group = uniqueGroup("spoof")
+        let port = freePortPair(), watch = freePortPair()
+        let peer = TestRTPPeer(port: watch)
+        let received = Paths.temporaryDirectory().appendingPathComponent("received.json").path
+        let r = Spawned(Paths.executable("frame-relay"), ["receive", "--port", "\(port)", "--duration", "5", "--report", received, "--quiet"])
+        #expect(waitUntilUDPPortIsBound(port))
+        let h = host([group], ["--rtp", "127.0.0.1:\(port)", "--rtp", "127.0.0.1:\(watch)", "--exit-when-finished", "--quiet"])
+        let p = producer(group, ["--size", "320x240", "--fps", "30", "--duration", "3", "--quiet"])
+        peer.pump(1.0)
+        let last = try #require(peer.frames.last)
+        func packet(ssrc: UInt32, sequence: UInt16, timestamp: UInt32) -> [UInt8] {
+            func be32(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8((v >> 16) & 0xFF), UInt8((v >> 8) & 0xFF), UInt8(v & 0xFF)] }
+            // RTP (marker, PT 96), a start-of-partition VP8 descriptor, then a keyframe header for 16383x16383.
+            return [0x80, 0xE0, UInt8(sequence >> 8), UInt8(sequence & 0xFF)] + be32(timestamp) + be32(ssrc)
+                + [0x10, 0x00, 0x00, 0x00, 0x9d, 0x01, 0x2a, 0xff, 0x3f, 0xff, 0x3f] + [UInt8](repeating: 0, count: 32)
+        }
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(fd) }
+        var to = sockaddr_in()
+        to.sin_family = sa_family_t(AF_INET)
+        to.sin_port = UInt16(port).bigEndian
+        to.sin_addr.s_addr = inet_addr("127.0.0.1")
+        for forged in [packet(ssrc: peer.mediaSSRC &+ 1, sequence: 1, timestamp: last.timestamp &+ (1 << 30)),
+                       packet(ssrc: peer.mediaSSRC, sequence: peer.lastSequence &+ 500, timestamp: last.timestamp &+ 1)] {
+            _ = withUnsafePointer(to: &to) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, forged, forged.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        }
+        #expect(p.wait() == 0)
+        #expect(h.wait() == 0)
+        #expect(r.wait() == 0)
+        let stats = try JSONDecoder().decode(ReceiveReport.self, from: Data(contentsOf: URL(fileURLWithPath: received))).stats
+        #expect(stats.foreignPackets == 1 && stats.framesTooLarge == 1, "\(stats)")
+        // The stream went on being decoded to its end (90 frames in 3 s).
+        #expect(stats.framesDecoded >= 80 && (stats.lastStamp ?? 0) >= 85, "\(stats)")
+    }
+
     @Test func packetLossIsRecoveredByNACKAndKeyframes() throws {
         // A network namespace of our own with 5 % of packets to the RTP port dropped on input.
         let port = freePortPair()

@@ -25,6 +25,46 @@ import Testing
         return (result.status, (try? Data(contentsOf: URL(fileURLWithPath: out))) ?? Data())
     }
 
+    /// Sends `GET path` and hangs up at once, without reading the answer.
+    func knock(_ port: Int, _ path: String) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        guard withUnsafePointer(to: &address, { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }) == 0 else { return }
+        let request = Array("GET \(path) HTTP/1.1\r\n\r\n".utf8)
+        _ = send(fd, request, request.count, Int32(MSG_NOSIGNAL))
+    }
+
+    /// Viewers cannot crash the host (an empty query key once did) or make
+    /// every frame a keyframe by joining and leaving: viewer keyframe asks are
+    /// honoured at most once per 200 ms, as PLI is, and snapshots ask for none.
+    @Test func viewerClientsCannotCrashTheHostOrFloodTheEncoder() throws {
+        try withViewer(groups: [uniqueGroup("abuse")], extra: ["--keyframe-interval", "0"]) { port, h in
+            #expect(fetch("http://127.0.0.1:\(port)/stats.json?share=0&=").status == 0)
+            #expect(fetch("http://127.0.0.1:\(port)/?=").status == 0)
+            func keyframes() throws -> UInt64 {
+                let stats = try JSONDecoder().decode([ShareStats].self, from: fetch("http://127.0.0.1:\(port)/stats.json").body)
+                return try #require(stats.first?.encoded).keyframes
+            }
+            _ = fetch("http://127.0.0.1:\(port)/snapshot.jpg")  // the first one may wait for a keyframe
+            usleep(500_000)
+            let before = try keyframes()
+            let started = MonotonicClock.now()
+            for n in 0..<60 {
+                knock(port, n % 3 == 0 ? "/snapshot.jpg" : "/stream.ivf")
+                usleep(15_000)
+            }
+            usleep(300_000)
+            let seconds = Double(MonotonicClock.now() - started) / 1e9
+            let asked = try keyframes() - before
+            #expect(asked <= UInt64(seconds / 0.2) + 2, "\(asked) keyframes in \(seconds) s of viewers coming and going")
+            #expect(h.process.isRunning)
+        }
+    }
+
     @Test func headlessChromiumPlaysTheStream() throws {
         let chromium = ["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1400,1000", "--virtual-time-budget=15000"]
         try withViewer(groups: [uniqueGroup("web")]) { port, _ in

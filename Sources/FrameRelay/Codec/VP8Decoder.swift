@@ -42,6 +42,13 @@ public final class VP8Decoder {
         frame.count > 0 && frame[0] & 1 == 0
     }
 
+    /// The picture size a keyframe declares (RFC 6386 §9.1: 14-bit width and
+    /// height after the start code), or nil for another frame or a short one.
+    public static func keyframeSize(_ frame: UnsafeRawBufferPointer) -> (width: Int, height: Int)? {
+        guard isKeyframe(frame), frame.count >= 10, frame[3] == 0x9d, frame[4] == 0x01, frame[5] == 0x2a else { return nil }
+        return (Int(frame[6]) | Int(frame[7] & 0x3f) << 8, Int(frame[8]) | Int(frame[9] & 0x3f) << 8)
+    }
+
     /// Decodes one frame and hands its picture to `body`; false (and one more
     /// in ``errors``) when libvpx rejects it.
     @discardableResult

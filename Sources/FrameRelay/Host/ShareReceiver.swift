@@ -22,6 +22,7 @@ public final class ShareReceiver: @unchecked Sendable {
     private var awaitingFirstFrame = false
     private var recentWindowStart = MonotonicClock.now()
     private var pipeline: EncodePipeline?
+    private var lastViewerKeyframe: UInt64 = 0
     private var transport: RTPSession?
 
     /// Options for what the host does beyond taking frames.
@@ -82,7 +83,9 @@ public final class ShareReceiver: @unchecked Sendable {
                 pipeline?.requestKeyframe()
                 record("keyframe-request", "PLI or FIR from a receiver")
             }
-            if let broadcast, broadcast.keyframeWanted.exchange(false, ordering: .relaxed) {
+            // Viewers joining ask for a keyframe; like PLI, at most one every 200 ms (a later ask waits, it is not lost).
+            if let broadcast, MonotonicClock.now() &- lastViewerKeyframe >= 200_000_000, broadcast.keyframeWanted.exchange(false, ordering: .relaxed) {
+                lastViewerKeyframe = MonotonicClock.now()
                 pipeline?.requestKeyframe()
             }
             switch event {

@@ -1,9 +1,11 @@
 @preconcurrency import Glibc
 
-/// Starts `body` on a new detached POSIX thread. The library does this
-/// itself rather than through Foundation's `Thread`, so that programs that
-/// link it without Foundation (broadcast-sim, for its memory limit) stay so.
-func startDetachedThread(_ body: @escaping @Sendable () -> Void) {
+/// Starts `body` on a new detached POSIX thread; false when no thread could
+/// be made (then `body` never runs). The library does this itself rather
+/// than through Foundation's `Thread`, so that programs that link it without
+/// Foundation (broadcast-sim, for its memory limit) stay so.
+@discardableResult
+func startDetachedThread(_ body: @escaping @Sendable () -> Void) -> Bool {
     final class Box: @unchecked Sendable {
         // @unchecked Sendable: handed to exactly one new thread, which alone uses it.
         let body: @Sendable () -> Void
@@ -21,4 +23,5 @@ func startDetachedThread(_ body: @escaping @Sendable () -> Void) {
     } else {
         Unmanaged<Box>.fromOpaque(box).release()
     }
+    return status == 0
 }

@@ -11,6 +11,10 @@ public final class RTPReceiver {
         public var framesLost: UInt64 = 0
         public var keyframes: UInt64 = 0
         public var decodeErrors: UInt64 = 0
+        /// Keyframes larger than ``RTPReceiver/maxPixels``, not decoded.
+        public var framesTooLarge: UInt64 = 0
+        /// Packets from another SSRC while the stream's own kept coming.
+        public var foreignPackets: UInt64 = 0
         public var nacksSent: UInt64 = 0
         public var plisSent: UInt64 = 0
         public var senderReports: UInt64 = 0
@@ -42,6 +46,12 @@ public final class RTPReceiver {
     private var highest: UInt16?
     private var lastCompletedTimestamp: UInt32?
     private var needKeyframe = true
+    /// The stream followed: the first SSRC heard, until it is silent for ``ssrcTimeout``.
+    private var lockedSSRC: UInt32?
+    private var lastFromLocked: UInt64 = 0
+    static let ssrcTimeout: UInt64 = 1_000_000_000
+    /// The largest picture decoded (8K): a forged keyframe header cannot make the decoder allocate more.
+    public static let maxPixels = 7680 * 4320
     private var lastPLI: UInt64 = 0
     private var sender = sockaddr_storage()
     private var senderLength: socklen_t = 0
@@ -115,7 +125,10 @@ public final class RTPReceiver {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(rtcpSocket, frameBuffer, 1500, 0, $0, &length) }
             }
             guard count > 0 else { return }
-            if count >= 28, frameBuffer.load(fromByteOffset: 1, as: UInt8.self) == RTCP.senderReport {
+            // Feedback goes where the followed stream's Sender Reports come from.
+            if count >= 28, frameBuffer.load(fromByteOffset: 1, as: UInt8.self) == RTCP.senderReport,
+                let locked = lockedSSRC, UInt32(bigEndian: frameBuffer.loadUnaligned(fromByteOffset: 4, as: UInt32.self)) == locked
+            {
                 stats.senderReports += 1
                 sender = from
                 senderLength = length
@@ -142,7 +155,22 @@ public final class RTPReceiver {
         guard offset < packet.count else { return }
         let sequence = UInt16(packet[2]) << 8 | UInt16(packet[3])
         let timestamp = UInt32(packet[4]) << 24 | UInt32(packet[5]) << 16 | UInt32(packet[6]) << 8 | UInt32(packet[7])
-        stats.ssrc = UInt32(packet[8]) << 24 | UInt32(packet[9]) << 16 | UInt32(packet[10]) << 8 | UInt32(packet[11])
+        let ssrc = UInt32(packet[8]) << 24 | UInt32(packet[9]) << 16 | UInt32(packet[10]) << 8 | UInt32(packet[11])
+        let now = MonotonicClock.now()
+        if ssrc != lockedSSRC {
+            // Another sender: ignored while ours is heard; followed once ours is silent (a restarted host).
+            if lockedSSRC != nil, now &- lastFromLocked < Self.ssrcTimeout {
+                stats.foreignPackets += 1
+                return
+            }
+            lockedSSRC = ssrc
+            highest = nil
+            lastCompletedTimestamp = nil
+            needKeyframe = true
+            for slot in 0..<Self.slots { present[slot] = false }
+        }
+        lastFromLocked = now
+        stats.ssrc = ssrc
         if let last = lastCompletedTimestamp, Int32(bitPattern: timestamp &- last) <= 0 { return }  // late or resent after completion
         let slot = Int(sequence) % Self.slots
         let length = packet.count - offset
@@ -156,8 +184,7 @@ public final class RTPReceiver {
         // A gap before this packet: ask for what is missing, once.
         if let highest {
             let ahead = Int16(bitPattern: sequence &- highest)
-            if ahead > 1 && ahead < 256 {
-                let now = MonotonicClock.now()
+            if ahead > 1 && ahead <= 64 {
                 for missing in 1..<Int(ahead) { requestResend(highest &+ UInt16(missing), now: now) }
             }
             if ahead > 0 { self.highest = sequence }
@@ -213,6 +240,11 @@ public final class RTPReceiver {
         stats.framesComplete += 1
         let frame = UnsafeRawBufferPointer(start: frameBuffer, count: size)
         let key = VP8Decoder.isKeyframe(frame)
+        if let size = VP8Decoder.keyframeSize(frame), size.width * size.height > Self.maxPixels {
+            stats.framesTooLarge += 1
+            needKeyframe = true
+            return
+        }
         if key {
             stats.keyframes += 1
             needKeyframe = false

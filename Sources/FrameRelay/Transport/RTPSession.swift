@@ -29,6 +29,15 @@ public final class RTPSession {
     private let history: UnsafeMutableRawPointer
     private var historyLengths: [Int]
     private var historySequences: [UInt16]
+    /// When each history slot was last sent again (CLOCK_MONOTONIC ns).
+    private var historyResent: [UInt64]
+    /// Retransmissions allowed now: one more for each packet sent first, up
+    /// to a burst of ``resendBurst``, so that NACKs (which anyone who knows
+    /// the SSRC can send) never make the stream more than twice its rate.
+    private var resendTokens = RTPSession.resendBurst
+    static let resendBurst = 256
+    /// The least time between two retransmissions of one packet.
+    static let resendInterval: UInt64 = 100_000_000
     private let receiveBuffer: UnsafeMutableRawPointer
     private let rtcpDestinations: [Destination]
     private var monotonicBase: UInt64?
@@ -87,6 +96,7 @@ public final class RTPSession {
         history = .allocate(byteCount: options.maxPacketSize * historySize, alignment: 16)
         historyLengths = Array(repeating: 0, count: historySize)
         historySequences = Array(repeating: 0, count: historySize)
+        historyResent = Array(repeating: 0, count: historySize)
         receiveBuffer = .allocate(byteCount: 1500, alignment: 16)
         rtcpDestinations = options.destinations.map { $0.withPort($0.port + 1) }
         feedback.nacked.reserveCapacity(256)
@@ -128,6 +138,8 @@ public final class RTPSession {
             (history + slot * options.maxPacketSize).copyMemory(from: packet.baseAddress!, byteCount: packet.count)
             historyLengths[slot] = packet.count
             historySequences[slot] = sequence
+            historyResent[slot] = 0
+            resendTokens = min(resendTokens + 1, Self.resendBurst)
             transmit(packet)
             stats.packets += 1
             stats.octets += UInt64(packet.count - RTPPacketizer.headerSize)
@@ -178,7 +190,7 @@ public final class RTPSession {
                 lastRequestedKeyframe = now
                 keyframe = true
             }
-            for sequence in feedback.nacked { resend(sequence) }
+            for sequence in feedback.nacked { resend(sequence, now: now) }
         }
         if monotonicBase != nil, now &- lastSenderReport >= 1_000_000_000 {
             lastSenderReport = now
@@ -187,10 +199,14 @@ public final class RTPSession {
         return keyframe
     }
 
-    private func resend(_ sequence: UInt16) {
+    private func resend(_ sequence: UInt16, now: UInt64) {
         stats.nacked += 1
         let slot = Int(sequence) % historySize
-        guard historySequences[slot] == sequence, historyLengths[slot] > 0 else { return }
+        guard historySequences[slot] == sequence, historyLengths[slot] > 0, resendTokens > 0,
+            historyResent[slot] == 0 || now &- historyResent[slot] >= Self.resendInterval
+        else { return }
+        historyResent[slot] = now
+        resendTokens -= 1
         transmit(UnsafeRawBufferPointer(start: history + slot * options.maxPacketSize, count: historyLengths[slot]))
         stats.retransmitted += 1
     }

@@ -1,4 +1,5 @@
 @preconcurrency import Glibc
+import Synchronization
 
 /// A small HTTP/1.1 server: one thread accepts, one thread serves each
 /// connection (`Connection: close`). Enough for a live viewer, metrics and
@@ -54,6 +55,9 @@ public final class HTTPServer: @unchecked Sendable {
     public let port: Int
     private let listener: Int32
     private let handler: @Sendable (Request, Connection) -> Void
+    /// Connections being served now; past ``maxConnections`` a client gets 503 at once.
+    private let active = Atomic<Int>(0)
+    public static let maxConnections = 128
 
     /// Binds `address:port` (loopback unless told otherwise); throws a
     /// ``UsageError`` naming the address when it is taken or invalid.
@@ -86,10 +90,27 @@ public final class HTTPServer: @unchecked Sendable {
             while true {
                 let client = accept(listener, nil, nil)
                 if client < 0 {
-                    if errno == EINTR || errno == ECONNABORTED { continue }
-                    return
+                    switch errno {
+                    case EINTR, ECONNABORTED: continue
+                    // Out of descriptors or memory for now: the viewer waits for some to come back rather than ending.
+                    case EMFILE, ENFILE, ENOBUFS, ENOMEM: usleep(100_000); continue
+                    default: return
+                    }
                 }
-                startDetachedThread { [self] in serve(client) }
+                guard active.add(1, ordering: .relaxed).newValue <= Self.maxConnections,
+                    startDetachedThread({ [self] in
+                        serve(client)
+                        active.subtract(1, ordering: .relaxed)
+                    })
+                else {
+                    // Answered on the accept thread: the send cannot block (the socket buffer is empty).
+                    var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
+                    setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                    Connection(fd: client).respond(status: "503 Service Unavailable", contentType: "text/plain", body: Array("too many connections\n".utf8))
+                    close(client)
+                    active.subtract(1, ordering: .relaxed)
+                    continue
+                }
             }
         }
     }
@@ -117,7 +138,7 @@ public final class HTTPServer: @unchecked Sendable {
         var query: [String: String] = [:]
         if parts.count == 2 {
             for pair in parts[1].split(separator: "&") {
-                let kv = pair.split(separator: "=", maxSplits: 1)
+                let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
                 query[String(kv[0])] = kv.count == 2 ? String(kv[1]) : ""
             }
         }

@@ -1,5 +1,6 @@
 @preconcurrency import Glibc
 import FoundationEssentials
+import Synchronization
 
 /// The live viewer over HTTP: a page that plays each share in the browser
 /// (live IVF decoded with WebCodecs), `/stream.ivf` (ffplay reads it),
@@ -10,6 +11,8 @@ public final class ViewerServer: Sendable {
         public let appGroup: String
         public let broadcast: FrameBroadcast
         public let stats: @Sendable () -> ShareStats
+        /// The last snapshot and when it was made.
+        let snapshots = SnapshotCache()
         public init(appGroup: String, broadcast: FrameBroadcast, stats: @escaping @Sendable () -> ShareStats) {
             self.appGroup = appGroup
             self.broadcast = broadcast
@@ -34,6 +37,10 @@ public final class ViewerServer: Sendable {
     public var url: String { "http://\(server.address):\(server.port)/" }
 
     private struct SharesBox: Sendable { let shares: [Share] }
+
+    final class SnapshotCache: Sendable {
+        let last = Mutex<(time: UInt64, jpeg: [UInt8])?>(nil)
+    }
 
     private static func route(_ request: HTTPServer.Request, _ connection: HTTPServer.Connection, _ shares: [Share]) {
         let index = Int(request.query["share"] ?? "0") ?? -1
@@ -118,7 +125,18 @@ public final class ViewerServer: Sendable {
     /// Decodes from the newest keyframe to the newest frame and encodes the
     /// picture as JPEG (turbojpeg). Nothing of this runs on the frame path.
     private static func snapshot(_ share: Share) -> [UInt8]? {
-        share.broadcast.keyframeWanted.store(true, ordering: .relaxed)
+        // One at a time, and at most two a second: a request within 500 ms of the last picture gets that picture.
+        share.snapshots.last.withLock { last in
+            if let last = last, MonotonicClock.now() &- last.time < 500_000_000 { return last.jpeg }
+            let jpeg = makeSnapshot(share)
+            if let jpeg { last = (MonotonicClock.now(), jpeg) }
+            return jpeg
+        }
+    }
+
+    private static func makeSnapshot(_ share: Share) -> [UInt8]? {
+        // The newest keyframe held is where decoding starts; only without one is a keyframe asked for.
+        if share.broadcast.startSequence == nil { share.broadcast.keyframeWanted.store(true, ordering: .relaxed) }
         let deadline = MonotonicClock.now() + 2_000_000_000
         while share.broadcast.startSequence == nil, MonotonicClock.now() < deadline { usleep(10_000) }
         guard let start = share.broadcast.startSequence, let decoder = try? VP8Decoder() else { return nil }

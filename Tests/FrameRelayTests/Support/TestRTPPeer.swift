@@ -15,6 +15,7 @@ final class TestRTPPeer {
     private(set) var packetCount = 0
     private(set) var reports: [SenderReport] = []
     private(set) var mediaSSRC: UInt32 = 0
+    private(set) var lastSequence: UInt16 = 0
     private var sender = sockaddr_in()
     private var firSequence: UInt8 = 0
 
@@ -52,6 +53,7 @@ final class TestRTPPeer {
                 let n = recv(rtp, &buffer, buffer.count, 0)
                 guard n >= 17 else { break }
                 packetCount += 1
+                lastSequence = UInt16(buffer[2]) << 8 | UInt16(buffer[3])
                 mediaSSRC = UInt32(buffer[8]) << 24 | UInt32(buffer[9]) << 16 | UInt32(buffer[10]) << 8 | UInt32(buffer[11])
                 let timestamp = UInt32(buffer[4]) << 24 | UInt32(buffer[5]) << 16 | UInt32(buffer[6]) << 8 | UInt32(buffer[7])
                 let startOfFrame = buffer[12] & 0x10 != 0
@@ -81,6 +83,14 @@ final class TestRTPPeer {
 
     /// Picture Loss Indication (RFC 4585, PT 206 FMT 1).
     func sendPLI() { send([0x81, 206, 0, 2] + bytes(0x1234_5678) + bytes(mediaSSRC)) }
+
+    /// A Generic NACK (RFC 4585, PT 205 FMT 1) as large as a packet gets:
+    /// `entries` times "`first` and the 16 after it", 17 packets asked for
+    /// `entries` times over.
+    func sendNACK(first: UInt16, entries: Int = 371) {
+        let fci = (0..<entries).flatMap { _ in [UInt8(first >> 8), UInt8(first & 0xFF), 0xFF, 0xFF] }
+        send([0x81, 205, UInt8((2 + entries) >> 8), UInt8((2 + entries) & 0xFF)] + bytes(0x1234_5678) + bytes(mediaSSRC) + fci)
+    }
 
     /// Full Intra Request (RFC 5104, PT 206 FMT 4).
     func sendFIR() {

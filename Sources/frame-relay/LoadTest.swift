@@ -89,15 +89,21 @@ func runStep(
     encoding.settings.bitrateKbps = bitrate
     encoding.settings.frameRate = fps
     encoding.settings.concurrentEncoders = count
-    let producers = try groups.map { group in
-        let process = Process()
-        process.executableURL = simulator
-        process.arguments = [
-            "--app-group", group.name, "--size", "\(size.width)x\(size.height)", "--fps", "\(fps)", "--format", "\(format)", "--exit-with-parent", "--quiet",
-        ]
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        return process
+    // The producers start once the hosts are up; the step's time counts from then.
+    var producers: [Process] = []
+    var start = MonotonicClock.now()
+    func startProducers() throws {
+        producers = try groups.map { group in
+            let process = Process()
+            process.executableURL = simulator
+            process.arguments = [
+                "--app-group", group.name, "--size", "\(size.width)x\(size.height)", "--fps", "\(fps)", "--format", "\(format)", "--exit-with-parent", "--quiet",
+            ]
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            return process
+        }
+        start = MonotonicClock.now()
     }
     defer {
         for process in producers where process.isRunning { kill(process.processIdentifier, SIGTERM) }
@@ -105,10 +111,9 @@ func runStep(
     }
     var timeline: [LoadTestReport.Sample] = []
     var finals: [ShareStats] = []
-    let start = MonotonicClock.now()
     var nextSample = 1.0
     var producerCPU: [Double] = Array(repeating: 0, count: count)
-    finals = try hostShares(groups, size: size, encoding: encoding, hosts: hosts, duration: duration, onTick: { snapshots in
+    finals = try hostShares(groups, size: size, encoding: encoding, hosts: hosts, duration: duration, onReady: startProducers, onTick: { snapshots in
         let elapsed = Double(MonotonicClock.now() - start) / 1e9
         if elapsed >= nextSample {
             nextSample += 1
@@ -138,21 +143,22 @@ func runStep(
         hostCPUPercent: shares.map(\.hostCPUPercent).reduce(0, +), timeline: timeline)
 }
 
-/// Hosts the shares for `duration` seconds: here (one host) or dealt round
-/// robin to `hosts` child hosts, whose statistics are read from their
-/// `/stats.json` while they run and from their `--report` at the end.
-/// Calls `onTick` with every share's statistics, in `groups` order, at
-/// least once a second; returns the final ones.
+/// Hosts the shares: here (one host) or dealt round robin to `hosts` child
+/// hosts, whose statistics are read from their `/stats.json` while they run
+/// and from their `--report` at the end. Calls `onReady` once every host is
+/// up (then the producers start and `duration` seconds count), `onTick`
+/// with every share's statistics, in `groups` order, at least once a
+/// second; returns the final ones.
 func hostShares(
     _ groups: [AppGroup], size: (width: Int, height: Int), encoding: EncodePipeline.Options, hosts: Int, duration: Double,
-    onTick: ([ShareStats]) -> Void
+    onReady: () throws -> Void, onTick: ([ShareStats]) -> Void
 ) throws -> [ShareStats] {
     if hosts == 1 {
         var finals: [ShareStats] = []
         let settings = HostSettings(
             groups: groups, options: ShareReceiver.Options(), encoding: Array(repeating: encoding, count: groups.count), frames: nil,
             duration: duration, exitWhenFinished: false, statsPath: nil, quiet: true)
-        _ = try runHost(settings, onTick: { snapshots in
+        _ = try runHost(settings, onReady: onReady, onTick: { snapshots in
             finals = snapshots
             onTick(snapshots)
         })
@@ -178,7 +184,7 @@ func hostShares(
         process.executableURL = relay
         process.arguments = members.flatMap { ["--app-group", groups[$0].name] } + [
             "--bitrate", "\(encoding.settings.bitrateKbps)", "--frame-rate", "\(encoding.settings.frameRate)", "--threads", "\(threads)",
-            "--duration", "\(duration)", "--http", "127.0.0.1:\(port)", "--report", report.path, "--exit-with-parent", "--quiet",
+            "--http", "127.0.0.1:\(port)", "--report", report.path, "--exit-with-parent", "--quiet",
         ]
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         process.standardError = try FileHandle(forWritingTo: log)
@@ -190,9 +196,22 @@ func hostShares(
         let words = (try? String(contentsOf: children[host].log, encoding: .utf8))?.split(separator: "\n").last.map(String.init)
         return UsageError("load-test host \(host + 1) of \(hosts) stopped: " + (words ?? "exit status \(children[host].process.terminationStatus)"))
     }
+    // Up when each one answers on its viewer port.
+    let deadline = MonotonicClock.now() + 10_000_000_000
+    for (host, child) in children.enumerated() {
+        while httpGet(port: child.port, path: "/stats.json") == nil {
+            guard child.process.isRunning, MonotonicClock.now() < deadline else {
+                if child.process.isRunning { kill(child.process.processIdentifier, SIGTERM); child.process.waitUntilExit() }
+                throw failure(host)
+            }
+            MonotonicClock.sleep(nanoseconds: 20_000_000)
+        }
+    }
+    try onReady()
+    let end = MonotonicClock.now() + UInt64(duration * 1e9)
     var latest = groups.map { ShareStats(appGroup: $0.name) }
-    while children.contains(where: { $0.process.isRunning }) {
-        MonotonicClock.sleep(nanoseconds: 1_000_000_000)
+    while MonotonicClock.now() < end, stopSignals.load(ordering: .relaxed) == 0 {
+        MonotonicClock.sleep(nanoseconds: min(1_000_000_000, end &- MonotonicClock.now()))
         for (host, child) in children.enumerated() {
             guard let body = httpGet(port: child.port, path: "/stats.json"), let stats = try? JSONDecoder().decode([ShareStats].self, from: body) else {
                 if !child.process.isRunning, child.process.terminationStatus != 0 { throw failure(host) }
@@ -202,7 +221,10 @@ func hostShares(
         }
         onTick(latest)
     }
+    // Stopped as by Ctrl-C, each host writes its report.
+    for child in children { kill(child.process.processIdentifier, SIGTERM) }
     for (host, child) in children.enumerated() {
+        child.process.waitUntilExit()
         guard child.process.terminationStatus == 0, let data = FileManager.default.contents(atPath: child.report.path),
             let stats = try? JSONDecoder().decode([ShareStats].self, from: data)
         else { throw failure(host) }

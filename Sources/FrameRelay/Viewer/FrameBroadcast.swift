@@ -40,6 +40,10 @@ public final class FrameBroadcast: @unchecked Sendable {
     private let lastKeyframe = Atomic<UInt64>(.max)
     /// Set by a new viewer; the writer's side turns it into a keyframe request.
     public let keyframeWanted = Atomic<Bool>(false)
+    /// The low 32 bits of ``count``, a futex word readers sleep on, and how
+    /// many sleep: the writer wakes them only when someone waits.
+    private let frameWord: UnsafeMutablePointer<Atomic<UInt32>>
+    private let sleepers = Atomic<Int>(0)
 
     public init(capacity: Int = 16 << 20) {
         self.capacity = capacity
@@ -48,6 +52,8 @@ public final class FrameBroadcast: @unchecked Sendable {
         records.initialize(repeating: Record(), count: recordCount)
         recordSequences = .allocate(capacity: recordCount)
         for i in 0..<recordCount { (recordSequences + i).initialize(to: Atomic(.max)) }
+        frameWord = .allocate(capacity: 1)
+        frameWord.initialize(to: Atomic(0))
     }
 
     deinit {
@@ -55,6 +61,8 @@ public final class FrameBroadcast: @unchecked Sendable {
         records.deallocate()
         recordSequences.deinitialize(count: recordCount)
         recordSequences.deallocate()
+        frameWord.deinitialize(count: 1)
+        frameWord.deallocate()
     }
 
     /// Appends one frame (writer thread only). Frames larger than a quarter
@@ -79,7 +87,22 @@ public final class FrameBroadcast: @unchecked Sendable {
         recordSequences[slot].store(sequence, ordering: .releasing)
         if frame.isKeyframe { lastKeyframe.store(sequence, ordering: .releasing) }
         published.store(sequence + 1, ordering: .releasing)
+        // Sequentially consistent with the sleepers' count in waitForFrame: either a
+        // reader sees the new word and does not sleep, or this sees the reader and wakes it.
+        frameWord.pointee.store(UInt32(truncatingIfNeeded: sequence + 1), ordering: .sequentiallyConsistent)
+        if sleepers.load(ordering: .sequentiallyConsistent) > 0 { _ = futexWake(futexWord) }
     }
+
+    /// Sleeps until frame `sequence` is published, at most `timeoutNanoseconds`.
+    public func waitForFrame(_ sequence: UInt64, timeoutNanoseconds: Int64) {
+        sleepers.add(1, ordering: .sequentiallyConsistent)
+        defer { sleepers.subtract(1, ordering: .sequentiallyConsistent) }
+        let word = frameWord.pointee.load(ordering: .sequentiallyConsistent)
+        guard sequence >= published.load(ordering: .acquiring) else { return }
+        futexWait(futexWord, expected: word, timeoutNanoseconds: timeoutNanoseconds)
+    }
+
+    private var futexWord: UnsafeMutablePointer<UInt32> { UnsafeMutableRawPointer(frameWord).assumingMemoryBound(to: UInt32.self) }
 
     /// The next sequence a new reader should start from: the newest keyframe, if any.
     public var startSequence: UInt64? {

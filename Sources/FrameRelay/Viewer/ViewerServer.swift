@@ -96,7 +96,7 @@ public final class ViewerServer: Sendable {
                 continue
             }
             guard let got else {
-                usleep(2_000)
+                share.broadcast.waitForFrame(next, timeoutNanoseconds: 100_000_000)
                 continue
             }
             if !headerSent {

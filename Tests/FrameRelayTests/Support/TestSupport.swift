@@ -77,7 +77,11 @@ final class Spawned {
     }
 
     deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        // A test that failed half-way: ask first (a producer then removes its ring); wait(timeout:) insists after 3 s.
+        if process.isRunning {
+            kill(process.processIdentifier, SIGTERM)
+            _ = wait(timeout: 3)
+        }
         try? FileManager.default.removeItem(at: outURL)
         try? FileManager.default.removeItem(at: errURL)
     }

@@ -158,13 +158,9 @@ import Testing
         }
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         defer { close(fd) }
-        var to = sockaddr_in()
-        to.sin_family = sa_family_t(AF_INET)
-        to.sin_port = UInt16(port).bigEndian
-        to.sin_addr.s_addr = inet_addr("127.0.0.1")
         for forged in [packet(ssrc: peer.mediaSSRC &+ 1, sequence: 1, timestamp: last.timestamp &+ (1 << 30)),
                        packet(ssrc: peer.mediaSSRC, sequence: peer.lastSequence &+ 500, timestamp: last.timestamp &+ 1)] {
-            _ = withUnsafePointer(to: &to) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, forged, forged.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            _ = withLoopback(port) { sendto(fd, forged, forged.count, 0, $0, $1) }
         }
         #expect(p.wait() == 0)
         #expect(h.wait() == 0)

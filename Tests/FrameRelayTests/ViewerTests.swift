@@ -29,11 +29,7 @@ import Testing
     func knock(_ port: Int, _ path: String) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(port).bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        guard withUnsafePointer(to: &address, { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }) == 0 else { return }
+        guard withLoopback(port, { connect(fd, $0, $1) }) == 0 else { return }
         let request = Array("GET \(path) HTTP/1.1\r\n\r\n".utf8)
         _ = send(fd, request, request.count, Int32(MSG_NOSIGNAL))
     }
@@ -140,11 +136,7 @@ import Testing
         let port = freePortPair()
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(port).bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        _ = withLoopback(port) { bind(listener, $0, $1) }
         listen(listener, 1)
         let result = run(Paths.executable("frame-relay"), ["--app-group", uniqueGroup().name, "--http", "\(port)"])
         #expect(result.status != 0)

@@ -39,6 +39,15 @@ func segmentExists(_ group: AppGroup) -> Bool {
     FileManager.default.fileExists(atPath: "/dev/shm" + group.sharedMemoryName)
 }
 
+/// Calls `body` with 127.0.0.1:`port` as a socket address and its length.
+func withLoopback<R>(_ port: Int, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = UInt16(port).bigEndian
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    return withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+}
+
 /// Runs a command to completion.
 @discardableResult
 func run(_ path: String, _ arguments: [String], timeout: Double = 60) -> (status: Int32, stdout: String, stderr: String) {

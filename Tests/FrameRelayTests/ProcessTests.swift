@@ -163,6 +163,19 @@ import Testing
         #expect(share.geometries[1].hasSuffix("from frame 50"))
     }
 
+    /// A closed terminal (SIGHUP) ends either side as Ctrl-C does: clean exit, ring removed.
+    @Test func hangUpStopsBothSidesCleanly() throws {
+        let group = uniqueGroup("hup")
+        let h = host([group], [])
+        let p = producer(group, ["--fps", "30", "--size", "64x64", "--quiet"])
+        #expect(h.waitForLog("first-frame"))
+        p.signal(SIGHUP)
+        #expect(p.wait(timeout: 10) == 0)
+        h.signal(SIGHUP)
+        #expect(h.wait(timeout: 10) == 0)
+        #expect(!segmentExists(group))
+    }
+
     @Test func signalPausesAndResumesLive() throws {
         let group = uniqueGroup("sig")
         let h = host([group], [])

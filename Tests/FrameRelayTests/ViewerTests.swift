@@ -161,6 +161,18 @@ import Testing
         #expect(leftovers.isEmpty)
     }
 
+    /// Started through PATH from another directory, the demo still finds broadcast-sim beside itself.
+    @Test func demoRunThroughPATHFindsItsProducer() throws {
+        let group = uniqueGroup("path")
+        let bin = URL(fileURLWithPath: Paths.executable("frame-relay")).deletingLastPathComponent().path
+        let demo = Spawned("/usr/bin/env", ["frame-relay", "demo", "--app-group", group.name, "--http", "\(freePortPair())", "--size", "320x240"],
+                           environment: ["PATH": bin + ":/usr/bin:/bin"], directory: "/tmp")
+        #expect(demo.waitForLog("first-frame"), "\(demo.stderr)")
+        demo.signal(SIGINT)
+        #expect(demo.wait(timeout: 20) == 0)
+        #expect(!segmentExists(group))
+    }
+
     /// A demo killed outright takes its producer with it (and so its ring);
     /// a demo whose producer dies says so and fails.
     @Test func demoAndItsProducerEndTogether() throws {

@@ -63,7 +63,7 @@ final class Spawned {
     private let errURL: URL
     let startTime = MonotonicClock.now()
 
-    init(_ path: String, _ arguments: [String], environment: [String: String]? = nil) {
+    init(_ path: String, _ arguments: [String], environment: [String: String]? = nil, directory: String? = nil) {
         let dir = FileManager.default.temporaryDirectory
         let id = UUID().uuidString.prefix(8)
         outURL = dir.appendingPathComponent("spawn-\(id).out")
@@ -73,6 +73,7 @@ final class Spawned {
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
         if let environment { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
+        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         process.standardOutput = try! FileHandle(forWritingTo: outURL)
         process.standardError = try! FileHandle(forWritingTo: errURL)
         process.standardInput = FileHandle.nullDevice

@@ -25,15 +25,20 @@ enum FFmpeg {
     }
 
     /// Decodes the whole file; returns what ffmpeg printed at error level (empty when clean).
+    /// Every decoded frame out once, at its own time: our frames carry their
+    /// capture times, and two a stall brought closer than a frame interval
+    /// would otherwise meet at one output time ("non monotonically increasing dts").
+    static let variableRate = ["-enc_time_base", "-1", "-fps_mode", "passthrough"]
+
     static func decodeErrors(_ path: String) -> String {
-        let result = run("/usr/bin/ffmpeg", ["-v", "error", "-i", path, "-f", "null", "-"])
+        let result = run("/usr/bin/ffmpeg", ["-v", "error", "-i", path] + variableRate + ["-f", "null", "-"])
         return result.status == 0 ? result.stderr : "exit \(result.status): \(result.stderr)"
     }
 
     /// Decoded luma planes (8-bit grey), one Data per frame.
     static func grayFrames(_ path: String, width: Int, height: Int) throws -> [Data] {
         let out = Paths.temporaryDirectory().appendingPathComponent("gray.raw").path
-        let result = run("/usr/bin/ffmpeg", ["-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", "gray", "-y", out])
+        let result = run("/usr/bin/ffmpeg", ["-v", "error", "-i", path] + variableRate + ["-f", "rawvideo", "-pix_fmt", "gray", "-y", out])
         #expect(result.status == 0, "\(result.stderr)")
         return try stampedNumbers(rawGray: out, width: width, height: height).frames
     }

@@ -61,6 +61,21 @@ import Testing
         }
     }
 
+    /// Past 128 connections at once a client is told 503 at once; the
+    /// viewer serves again as soon as they go.
+    @Test func connectionsPastTheLimitGet503() throws {
+        try withViewer(groups: [uniqueGroup("many")]) { port, _ in
+            let idle = (0..<HTTPServer.maxConnections).map { _ in socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0) }
+            for fd in idle { #expect(withLoopback(port, { connect(fd, $0, $1) }) == 0) }
+            usleep(300_000)  // each has its thread, waiting for a request
+            let refused = run("/usr/bin/curl", ["-s", "-m", "5", "-w", "%{http_code}", "-o", "/dev/null", "http://127.0.0.1:\(port)/stats.json"])
+            #expect(refused.stdout == "503", "\(refused.stdout)")
+            for fd in idle { close(fd) }
+            usleep(300_000)
+            #expect(fetch("http://127.0.0.1:\(port)/stats.json").status == 0)
+        }
+    }
+
     @Test func headlessChromiumPlaysTheStream() throws {
         let chromium = ["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1400,1000", "--virtual-time-budget=15000"]
         try withViewer(groups: [uniqueGroup("web")]) { port, _ in

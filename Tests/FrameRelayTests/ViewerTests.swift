@@ -194,8 +194,8 @@ import Testing
         func start() throws -> (Spawned, pid: Int32, AppGroup) {
             let group = uniqueGroup("demo")
             let demo = Spawned(Paths.executable("frame-relay"), ["demo", "--app-group", group.name, "--http", "\(freePortPair())", "--size", "320x240"])
-            #expect(demo.waitForLog("first-frame"))
-            let line = try #require(demo.stderr.split(separator: "\n").first { $0.contains("broadcast-sim (pid ") })
+            #expect(demo.waitForLog("first-frame"), "\(demo.stderr)")
+            let line = try #require(demo.stderr.split(separator: "\n").first { $0.contains("broadcast-sim (pid ") }, "\(demo.stderr)")
             let pid = try #require(Int32(line.split(separator: "(pid ")[1].prefix { $0.isNumber }))
             return (demo, pid, group)
         }
@@ -210,7 +210,7 @@ import Testing
 
         let (orphaned, lost, _) = try start()
         kill(lost, SIGKILL)
-        #expect(orphaned.wait(timeout: 20) == 1)
+        #expect(orphaned.wait(timeout: 20) == 1, "\(orphaned.stderr)")
         #expect(orphaned.stderr.contains("error: broadcast-sim was killed by signal 9"), "\(orphaned.stderr)")
     }
 }

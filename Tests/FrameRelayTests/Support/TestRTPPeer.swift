@@ -95,9 +95,11 @@ final class TestRTPPeer {
     }
 }
 
-/// An even port pair unlikely to be in use.
+/// An even port pair unlikely to be in use: below Linux's ephemeral range
+/// (32768 up), where the tests' own client sockets (curl, Chromium, the
+/// viewer tests' connections) take their ports.
 func freePortPair() -> Int {
-    20_000 + 2 * Int.random(in: 0..<10_000)
+    20_000 + 2 * Int.random(in: 0..<6_000)
 }
 
 /// Waits until some process has a UDP socket bound to `port` (a receiver we

@@ -22,7 +22,12 @@ public final class ShareReceiver: @unchecked Sendable {
     private var awaitingFirstFrame = false
     private var recentWindowStart = MonotonicClock.now()
     private var pipeline: EncodePipeline?
-    private var lastViewerKeyframe: UInt64 = 0
+    /// Keyframes asked for (PLI or FIR from a receiver, a viewer joining) and not yet made.
+    private var receiverAsked = false
+    private var viewerAsked = false
+    private var lastKeyframeRequest: UInt64 = 0
+    /// At most one asked-for keyframe in this time; a later ask waits, it is not lost.
+    static let keyframeRequestInterval: UInt64 = 200_000_000
     private var transport: RTPSession?
 
     /// Options for what the host does beyond taking frames.
@@ -79,14 +84,15 @@ public final class ShareReceiver: @unchecked Sendable {
         var lastPublish = MonotonicClock.now()
         while !shouldStop() {
             let event = try host.next(timeoutNanoseconds: idleTimeout)
-            if let transport, transport.poll(now: MonotonicClock.now()) {
+            let polled = MonotonicClock.now()
+            if let transport, transport.poll(now: polled) { receiverAsked = true }
+            if let broadcast, broadcast.keyframeWanted.exchange(false, ordering: .relaxed) { viewerAsked = true }
+            if receiverAsked || viewerAsked, polled &- lastKeyframeRequest >= Self.keyframeRequestInterval {
+                lastKeyframeRequest = polled
                 pipeline?.requestKeyframe()
-                record("keyframe-request", "PLI or FIR from a receiver")
-            }
-            // Viewers joining ask for a keyframe; like PLI, at most one every 200 ms (a later ask waits, it is not lost).
-            if let broadcast, MonotonicClock.now() &- lastViewerKeyframe >= 200_000_000, broadcast.keyframeWanted.exchange(false, ordering: .relaxed) {
-                lastViewerKeyframe = MonotonicClock.now()
-                pipeline?.requestKeyframe()
+                if receiverAsked { record("keyframe-request", "PLI or FIR from a receiver") }
+                receiverAsked = false
+                viewerAsked = false
             }
             switch event {
             case .frame(let frame):

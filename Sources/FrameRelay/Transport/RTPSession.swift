@@ -12,8 +12,6 @@ public final class RTPSession {
         public var burstPackets = 16
         /// Pause between bursts, ns.
         public var burstGap: UInt64 = 300_000
-        /// Fewest nanoseconds between keyframes forced by PLI/FIR.
-        public var keyframeRequestInterval: UInt64 = 200_000_000
         public init() {}
     }
 
@@ -43,7 +41,6 @@ public final class RTPSession {
     private var monotonicBase: UInt64?
     private let rtpBase = UInt32.random(in: 0...UInt32.max)
     private var lastSenderReport: UInt64 = 0
-    private var lastRequestedKeyframe: UInt64 = 0
     private var lastFIRSequence: UInt8?
     private var feedback = RTCP.Feedback()
     public private(set) var stats = TransportStats()
@@ -186,10 +183,7 @@ public final class RTPSession {
             }
             if let lost = feedback.fractionLost { stats.lastFractionLost = Double(lost) / 256 }
             stats.receiverReports = UInt64(feedback.receiverReports) + stats.receiverReports
-            if feedback.pictureLoss || fir, now &- lastRequestedKeyframe >= options.keyframeRequestInterval {
-                lastRequestedKeyframe = now
-                keyframe = true
-            }
+            if feedback.pictureLoss || fir { keyframe = true }
             for sequence in feedback.nacked { resend(sequence, now: now) }
         }
         if monotonicBase != nil, now &- lastSenderReport >= 1_000_000_000 {

@@ -62,7 +62,8 @@ struct SideBySide {
     func measure(key: String, port: Int, _ pipeline: () throws -> UInt64) throws -> Outcome {
         let report = work.appendingPathComponent("\(key).json").path
         let receiver = try launch("frame-relay", [
-            "receive", "--port", "\(port)", "--duration", "\(receiveSeconds)", "--captures", capturesPath(key), "--report", report,
+            // Done 2 s after the stream's last packet (a pipeline stalled that long has failed), or at the window's end.
+            "receive", "--port", "\(port)", "--duration", "\(receiveSeconds)", "--idle", "2", "--captures", capturesPath(key), "--report", report,
             "--arrivals", work.appendingPathComponent("\(key)-arrivals.jsonl").path, "--quiet",
         ])
         usleep(300_000)

@@ -10,6 +10,7 @@ func runReceive(_ arguments: [String]) throws -> Int32 {
     parser.option("address", "IP", default: "127.0.0.1", help: "Local IPv4 address to bind.")
     parser.option("duration", "SECONDS", default: "10", help: "Receive for this long.")
     parser.option("frames", "N", help: "Stop after N decoded frames.")
+    parser.option("idle", "SECONDS", help: "Stop once the stream, after its first packet, has been silent this long.")
     parser.option("report", "PATH", help: "Write the receiver's counters as JSON here.")
     parser.option("captures", "PATH", help: "JSON lines with each frame's capture time (a host --trace): adds glass-to-glass latency and loss.")
     parser.option("arrivals", "PATH", help: "Write one line per decoded frame: frame number and decode time (CLOCK_MONOTONIC ns).")
@@ -23,6 +24,7 @@ func runReceive(_ arguments: [String]) throws -> Int32 {
     }
     let duration = try parser.double("duration", in: 0.001...1e6)!
     let limit = try parser.int("frames", in: 1...Int.max).map(UInt64.init)
+    let idle = try parser.double("idle", in: 0.05...1e6).map { UInt64($0 * 1e9) }
     let receiver: RTPReceiver
     do {
         receiver = try RTPReceiver(port: port, address: parser.string("address")!)
@@ -36,7 +38,10 @@ func runReceive(_ arguments: [String]) throws -> Int32 {
     }
     let deadline = MonotonicClock.now() + UInt64(duration * 1e9)
     receiver.run(until: deadline) {
-        stopSignals.load(ordering: .relaxed) > 0 || (limit.map { receiver.stats.framesDecoded >= $0 } ?? false)
+        if stopSignals.load(ordering: .relaxed) > 0 { return true }
+        if let limit, receiver.stats.framesDecoded >= limit { return true }
+        if let idle, let last = receiver.lastPacketTime, MonotonicClock.now() &- last >= idle { return true }
+        return false
     }
     let stats = receiver.stats
     var report = ReceiveReport(stats: stats)

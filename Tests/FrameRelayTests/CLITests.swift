@@ -75,6 +75,7 @@ import Testing
         (["--report", "/nonexistent/r.json"], "cannot write --report /nonexistent/r.json: no directory /nonexistent"),
         (["--record", "/tmp"], "cannot write --record /tmp: it is a directory"),
         (["receive", "--address", "999.0.0.1"], "invalid --address \"999.0.0.1\""),
+        (["receive", "--idle", "0"], "invalid --idle \"0\""),
         (["demo", "--fps", "0"], "invalid --fps \"0\""),
         (["load-test", "--html", "/nonexistent/x.html"], "cannot write --html /nonexistent/x.html"),
     ]

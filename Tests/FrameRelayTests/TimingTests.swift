@@ -40,12 +40,15 @@ import Testing
         let trace = dir.appendingPathComponent("trace.jsonl").path
         let received = dir.appendingPathComponent("received.json").path
         let h = host([group], ["--rtp", "127.0.0.1:\(port)", "--trace", trace, "--exit-when-finished", "--quiet"])
-        let r = Spawned(Paths.executable("frame-relay"), ["receive", "--port", "\(port)", "--duration", "5", "--captures", trace, "--report", received])
+        // It stops a second after the stream goes silent, long before its 60 s window.
+        let started = MonotonicClock.now()
+        let r = Spawned(Paths.executable("frame-relay"), ["receive", "--port", "\(port)", "--duration", "60", "--idle", "1", "--captures", trace, "--report", received])
         usleep(300_000)
         let p = producer(group, ["--size", "640x360", "--fps", "30", "--frames", "90", "--quiet"])
         #expect(p.wait() == 0)
         #expect(h.wait() == 0)
         #expect(r.wait() == 0)
+        #expect(MonotonicClock.now() - started < 30_000_000_000, "the receiver ran its whole window")
         let result = try JSONDecoder().decode(ReceiveReport.self, from: Data(contentsOf: URL(fileURLWithPath: received)))
         let g2g = try #require(result.glassToGlass)
         #expect(result.matched >= 80 && result.missing <= 5, "matched \(result.matched), missing \(result.missing)")

@@ -49,6 +49,8 @@ public final class RTPReceiver {
     /// The stream followed: the first SSRC heard, until it is silent for ``ssrcTimeout``.
     private var lockedSSRC: UInt32?
     private var lastFromLocked: UInt64 = 0
+    /// When the followed stream's last packet came (CLOCK_MONOTONIC ns); nil before its first.
+    public var lastPacketTime: UInt64? { lockedSSRC == nil ? nil : lastFromLocked }
     static let ssrcTimeout: UInt64 = 1_000_000_000
     /// The largest picture decoded (8K): a forged keyframe header cannot make the decoder allocate more.
     public static let maxPixels = 7680 * 4320

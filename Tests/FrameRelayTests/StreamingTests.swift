@@ -136,6 +136,63 @@ import Testing
         #expect(transport.retransmitted <= 3 * 17, "\(transport.retransmitted) packets sent again for \(transport.nacked) requests")
     }
 
+    /// RTP allows a VP8 packet of 14 bytes (header, a one-byte descriptor,
+    /// one byte of frame), and GStreamer's packetizer sends such tails; our
+    /// receiver once dropped anything under 16 bytes, losing the frame and every
+    /// frame after it up to the next keyframe.
+    @Test func receiverTakesTheSmallestPacketsRTPAllows() throws {
+        let (ivf, _) = try recordRun(["--size", "320x240", "--fps", "30", "--frames", "30"])
+        let frames = try ivfFrames(ivf)
+        try #require(frames.count >= 25 && frames.allSatisfy { $0.count > 4 })
+        let port = freePortPair()
+        let received = Paths.temporaryDirectory().appendingPathComponent("received.json").path
+        let r = Spawned(Paths.executable("frame-relay"), ["receive", "--port", "\(port)", "--duration", "10", "--frames", "\(frames.count)", "--report", received, "--quiet"])
+        #expect(waitUntilUDPPortIsBound(port))
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(fd) }
+        var sequence: UInt16 = 0
+        var packetLengths: [Int] = []
+        for (n, frame) in frames.enumerated() {
+            // Every frame ends in a packet of 14 or 15 bytes: its last one or two bytes.
+            let tail = 1 + n % 2
+            var chunks = stride(from: 0, to: frame.count - tail, by: 500).map { frame[$0..<min($0 + 500, frame.count - tail)] }
+            chunks.append(frame[(frame.count - tail)...])
+            for (index, chunk) in chunks.enumerated() {
+                let timestamp = UInt32(n * 3000)
+                var packet: [UInt8] = [0x80, (index == chunks.count - 1 ? 0x80 : 0) | 96, UInt8(sequence >> 8), UInt8(sequence & 0xFF),
+                                       UInt8(timestamp >> 24), UInt8((timestamp >> 16) & 0xFF), UInt8((timestamp >> 8) & 0xFF), UInt8(timestamp & 0xFF),
+                                       0x12, 0x34, 0x56, 0x78, index == 0 ? 0x10 : 0x00]
+                packet += chunk
+                packetLengths.append(packet.count)
+                _ = withLoopback(port) { sendto(fd, packet, packet.count, 0, $0, $1) }
+                sequence &+= 1
+            }
+            usleep(2_000)
+        }
+        #expect(packetLengths.contains(14) && packetLengths.contains(15))
+        #expect(r.wait() == 0)
+        let stats = try JSONDecoder().decode(ReceiveReport.self, from: Data(contentsOf: URL(fileURLWithPath: received))).stats
+        #expect(stats.framesDecoded == UInt64(frames.count) && stats.framesLost == 0, "\(stats)")
+        #expect(stats.packets == UInt64(packetLengths.count) && stats.stampsOutOfOrder == 0 && stats.lastStamp == UInt64(frames.count - 1), "\(stats)")
+    }
+
+    /// GStreamer's packetizer (partitions, no picture ID, the tails it makes) into our receiver, every frame decoded.
+    @Test func ourReceiverDecodesGStreamersRTP() throws {
+        let port = freePortPair()
+        let received = Paths.temporaryDirectory().appendingPathComponent("received.json").path
+        let r = Spawned(Paths.executable("frame-relay"), ["receive", "--port", "\(port)", "--duration", "20", "--idle", "1", "--report", received, "--quiet"])
+        #expect(waitUntilUDPPortIsBound(port))
+        let gst = run("/usr/bin/gst-launch-1.0", [
+            "-q", "videotestsrc", "num-buffers=150", "pattern=ball", "!", "video/x-raw,width=320,height=240,framerate=30/1", "!",
+            "vp8enc", "deadline=1", "target-bitrate=600000", "!", "rtpvp8pay", "mtu=300", "!", "udpsink", "host=127.0.0.1", "port=\(port)", "sync=true",
+        ], timeout: 30)
+        #expect(gst.status == 0, "\(gst.stderr)")
+        #expect(r.wait() == 0)
+        let stats = try JSONDecoder().decode(ReceiveReport.self, from: Data(contentsOf: URL(fileURLWithPath: received))).stats
+        #expect(stats.framesDecoded == 150 && stats.framesLost == 0 && stats.decodeErrors == 0, "\(stats)")
+        #expect(stats.width == 320 && stats.height == 240)
+    }
+
     /// Our receiver follows one stream: a stranger's packet with a far-off
     /// timestamp does not stop it, and a forged keyframe header declaring
     /// 16383x16383 is not handed to the decoder (it would allocate ~0.9 GB).

@@ -141,8 +141,10 @@ public final class RTPReceiver {
     private func drainRTP() {
         while true {
             let count = recv(rtpSocket, receiveBuffer, Self.slotBytes, 0)
-            guard count >= 16 else { return }
-            receive(UnsafeRawBufferPointer(start: receiveBuffer, count: count))
+            guard count >= 0 else { return }  // drained
+            // The smallest VP8 packet is 14 bytes (header, a one-byte descriptor, one byte):
+            // GStreamer's packetizer sends such tails. receive(_:) checks each packet's length.
+            if count >= 12 { receive(UnsafeRawBufferPointer(start: receiveBuffer, count: count)) }
         }
     }
 

@@ -16,6 +16,20 @@ func recordRun(_ producerArguments: [String], host hostArguments: [String] = [])
     return (ivf, share)
 }
 
+/// The frames of an IVF file, in order.
+func ivfFrames(_ path: String) throws -> [[UInt8]] {
+    let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+    var frames: [[UInt8]] = []
+    var offset = 32  // the file header
+    while offset + 12 <= bytes.count {
+        let size = Int(bytes[offset]) | Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2]) << 16 | Int(bytes[offset + 3]) << 24
+        guard offset + 12 + size <= bytes.count else { break }
+        frames.append(Array(bytes[(offset + 12)..<(offset + 12 + size)]))
+        offset += 12 + size
+    }
+    return frames
+}
+
 enum FFmpeg {
     /// Frames ffprobe counts by decoding.
     static func frameCount(_ path: String) -> Int? {

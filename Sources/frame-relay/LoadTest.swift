@@ -10,6 +10,7 @@ func runLoadTest(_ arguments: [String]) throws -> Int32 {
     parser.option("sessions", "N", default: "4", help: "Concurrent shares (producer processes), or the ramp's upper bound with --ramp.")
     parser.option("hosts", "K", default: "1", help: "Host processes the shares are dealt to (1: this process hosts them all).")
     parser.flag("ramp", help: "Find the largest number of shares that holds the objective (1, 2, 4, … then bisect).")
+    parser.option("retries", "N", default: "1", help: "With --ramp, run a step that failed up to N more times before it counts as failed (one stall of the machine should not end the search).")
     parser.option("size", "WxH", default: "1280x720", help: "Picture size of every producer.")
     parser.option("fps", "N", default: "15", help: "Frames per second of every producer.")
     parser.option("format", "FMT", default: "nv12", help: "Pixel format the producers send.")
@@ -29,6 +30,8 @@ func runLoadTest(_ arguments: [String]) throws -> Int32 {
     guard let format = PixelFormat(name: parser.string("format")!) else { throw UsageError("invalid --format \"\(parser.string("format")!)\"") }
     let bitrate = try parser.int("bitrate", in: 1...100_000)!
     let duration = try parser.double("duration", in: 1...3600)!
+    let retries = try parser.int("retries", in: 0...10)!
+    if parser.given("retries"), !parser.flag("ramp") { throw UsageError("--retries needs --ramp") }
     let objective = LoadTestReport.Objective(
         maxDropPercent: try parser.double("max-drop-percent", in: 0...100)!, maxP99Milliseconds: try parser.double("max-p99-ms", in: 0.1...100_000)!)
     let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
@@ -41,21 +44,30 @@ func runLoadTest(_ arguments: [String]) throws -> Int32 {
         return result
     }
 
+    /// Whether `count` shares hold: a step that fails is run again, up to
+    /// `retries` times, and holds if any run held (every run is in the report).
+    func holds(_ count: Int) throws -> Bool {
+        for attempt in 0...retries {
+            if attempt > 0 { log("load-test: \(count) shares again (try \(attempt + 1) of \(retries + 1))…") }
+            let result = try step(count)
+            report.steps.append(result)
+            if result.passed || stopSignals.load(ordering: .relaxed) > 0 { return result.passed }
+        }
+        return false
+    }
+
     if parser.flag("ramp") {
         var passed = 0, failed: Int?
         var n = 1
         while n <= sessions {
-            let result = try step(n)
-            report.steps.append(result)
+            let held = try holds(n)
             if stopSignals.load(ordering: .relaxed) > 0 { break }
-            if result.passed { passed = n } else { failed = n; break }
+            if held { passed = n } else { failed = n; break }
             n = n == sessions ? sessions + 1 : min(n * 2, sessions)
         }
         while let fail = failed, fail - passed > 1, stopSignals.load(ordering: .relaxed) == 0 {
             let middle = (passed + fail) / 2
-            let result = try step(middle)
-            report.steps.append(result)
-            if result.passed { passed = middle } else { failed = middle }
+            if try holds(middle) { passed = middle } else { failed = middle }
         }
         report.maxSessionsHeld = passed
     } else {

@@ -78,6 +78,7 @@ import Testing
         (["receive", "--idle", "0"], "invalid --idle \"0\""),
         (["demo", "--fps", "0"], "invalid --fps \"0\""),
         (["load-test", "--html", "/nonexistent/x.html"], "cannot write --html /nonexistent/x.html"),
+        (["load-test", "--retries", "2"], "--retries needs --ramp"),
     ]
 
     @Test(arguments: hostCases)

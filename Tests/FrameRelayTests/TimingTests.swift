@@ -85,4 +85,22 @@ import Testing
         #expect(histogram.components(separatedBy: "<rect").count - 1 == step.latency.count)
         for n in 0..<2 { #expect(!FileManager.default.fileExists(atPath: "/dev/shm" + (try AppGroup("group.com.example.loadtest.s\(n)")).sharedMemoryName)) }
     }
+
+    /// A ramp step that fails is run again before it counts (one stall of a
+    /// shared machine should not end the search): an objective no run can
+    /// meet (p99 under 0.1 ms) gives 1 + retries runs of one share, all in the report.
+    @Test(arguments: [0, 2])
+    func aFailedRampStepIsTriedAgain(retries: Int) throws {
+        let dir = Paths.temporaryDirectory()
+        let json = dir.appendingPathComponent("ramp.json").path
+        let result = run(Paths.executable("frame-relay"), [
+            "load-test", "--ramp", "--sessions", "2", "--retries", "\(retries)", "--max-p99-ms", "0.1", "--size", "160x120", "--fps", "15", "--duration", "1",
+            "--report", json, "--html", dir.appendingPathComponent("ramp.html").path,
+        ], timeout: 60)
+        #expect(result.status == 0, "\(result.stderr)")
+        let report = try JSONDecoder().decode(LoadTestReport.self, from: Data(contentsOf: URL(fileURLWithPath: json)))
+        #expect(report.steps.map(\.sessions) == Array(repeating: 1, count: 1 + retries) && report.steps.allSatisfy { !$0.passed })
+        #expect(report.maxSessionsHeld == 0)
+        #expect(result.stderr.components(separatedBy: "shares again").count - 1 == retries, "\(result.stderr)")
+    }
 }

@@ -158,11 +158,9 @@ import Testing
             var chunks = stride(from: 0, to: frame.count - tail, by: 500).map { frame[$0..<min($0 + 500, frame.count - tail)] }
             chunks.append(frame[(frame.count - tail)...])
             for (index, chunk) in chunks.enumerated() {
-                let timestamp = UInt32(n * 3000)
-                var packet: [UInt8] = [0x80, (index == chunks.count - 1 ? 0x80 : 0) | 96, UInt8(sequence >> 8), UInt8(sequence & 0xFF),
-                                       UInt8(timestamp >> 24), UInt8((timestamp >> 16) & 0xFF), UInt8((timestamp >> 8) & 0xFF), UInt8(timestamp & 0xFF),
-                                       0x12, 0x34, 0x56, 0x78, index == 0 ? 0x10 : 0x00]
-                packet += chunk
+                // A one-byte descriptor: start of frame on the first packet, continuation after.
+                let packet = rtpPacket(ssrc: 0x1234_5678, sequence: sequence, timestamp: UInt32(n * 3000), marker: index == chunks.count - 1,
+                                       payload: [index == 0 ? 0x10 : 0x00] + chunk)
                 packetLengths.append(packet.count)
                 _ = withLoopback(port) { sendto(fd, packet, packet.count, 0, $0, $1) }
                 sequence &+= 1
@@ -208,10 +206,9 @@ import Testing
         peer.pump(1.0)
         let last = try #require(peer.frames.last)
         func packet(ssrc: UInt32, sequence: UInt16, timestamp: UInt32) -> [UInt8] {
-            func be32(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8((v >> 16) & 0xFF), UInt8((v >> 8) & 0xFF), UInt8(v & 0xFF)] }
-            // RTP (marker, PT 96), a start-of-partition VP8 descriptor, then a keyframe header for 16383x16383.
-            return [0x80, 0xE0, UInt8(sequence >> 8), UInt8(sequence & 0xFF)] + be32(timestamp) + be32(ssrc)
-                + [0x10, 0x00, 0x00, 0x00, 0x9d, 0x01, 0x2a, 0xff, 0x3f, 0xff, 0x3f] + [UInt8](repeating: 0, count: 32)
+            // A start-of-partition VP8 descriptor, then a keyframe header for 16383x16383.
+            rtpPacket(ssrc: ssrc, sequence: sequence, timestamp: timestamp, marker: true,
+                      payload: [0x10, 0x00, 0x00, 0x00, 0x9d, 0x01, 0x2a, 0xff, 0x3f, 0xff, 0x3f] + [UInt8](repeating: 0, count: 32))
         }
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         defer { close(fd) }

@@ -75,24 +75,30 @@ final class TestRTPPeer {
         _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(rtcp, packet, packet.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
     }
 
-    private func bytes(_ value: UInt32) -> [UInt8] { [UInt8(value >> 24), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF), UInt8(value & 0xFF)] }
-
     /// Picture Loss Indication (RFC 4585, PT 206 FMT 1).
-    func sendPLI() { send([0x81, 206, 0, 2] + bytes(0x1234_5678) + bytes(mediaSSRC)) }
+    func sendPLI() { send([0x81, 206, 0, 2] + bigEndianBytes(0x1234_5678) + bigEndianBytes(mediaSSRC)) }
 
     /// A Generic NACK (RFC 4585, PT 205 FMT 1) as large as a packet gets:
     /// `entries` times "`first` and the 16 after it", 17 packets asked for
     /// `entries` times over.
     func sendNACK(first: UInt16, entries: Int = 371) {
         let fci = (0..<entries).flatMap { _ in [UInt8(first >> 8), UInt8(first & 0xFF), 0xFF, 0xFF] }
-        send([0x81, 205, UInt8((2 + entries) >> 8), UInt8((2 + entries) & 0xFF)] + bytes(0x1234_5678) + bytes(mediaSSRC) + fci)
+        send([0x81, 205, UInt8((2 + entries) >> 8), UInt8((2 + entries) & 0xFF)] + bigEndianBytes(0x1234_5678) + bigEndianBytes(mediaSSRC) + fci)
     }
 
     /// Full Intra Request (RFC 5104, PT 206 FMT 4).
     func sendFIR() {
         firSequence &+= 1
-        send([0x84, 206, 0, 4] + bytes(0x1234_5678) + bytes(0) + bytes(mediaSSRC) + [firSequence, 0, 0, 0])
+        send([0x84, 206, 0, 4] + bigEndianBytes(0x1234_5678) + bigEndianBytes(0) + bigEndianBytes(mediaSSRC) + [firSequence, 0, 0, 0])
     }
+}
+
+/// A 32-bit value in network byte order.
+func bigEndianBytes(_ value: UInt32) -> [UInt8] { [UInt8(value >> 24), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF), UInt8(value & 0xFF)] }
+
+/// An RTP packet as a sender makes it (version 2, payload type 96), `payload` after the header.
+func rtpPacket(ssrc: UInt32, sequence: UInt16, timestamp: UInt32, marker: Bool, payload: [UInt8]) -> [UInt8] {
+    [0x80, (marker ? 0x80 : 0) | 96, UInt8(sequence >> 8), UInt8(sequence & 0xFF)] + bigEndianBytes(timestamp) + bigEndianBytes(ssrc) + payload
 }
 
 /// An even port pair unlikely to be in use: below Linux's ephemeral range

@@ -16,9 +16,10 @@ let package = Package(
         .systemLibrary(name: "CXcbShm", pkgConfig: "xcb-shm", providers: [.apt(["libxcb-shm0-dev"])]),
         .systemLibrary(name: "CLinux"),
         .systemLibrary(name: "CMemory"),
+        .target(name: "CSegmentGuard"),
         .target(
             name: "FrameRelay",
-            dependencies: ["CVpx", "CTurboJPEG", "CYuv", "CXcbShm", "CLinux", "CMemory"]
+            dependencies: ["CVpx", "CTurboJPEG", "CYuv", "CXcbShm", "CLinux", "CMemory", "CSegmentGuard"]
         ),
         .executableTarget(name: "broadcast-sim", dependencies: ["FrameRelay"]),
         .executableTarget(name: "frame-relay", dependencies: ["FrameRelay"]),

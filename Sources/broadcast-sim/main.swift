@@ -153,6 +153,8 @@ struct ProducerStats: Codable {
     var peakRSSBytes: Int
     var stopReason: String
     var slotCapacity: Int
+    /// Rings made anew after another process damaged, shrank or unlinked the ring.
+    var ringsRecreated: Int
 }
 
 /// VmHWM: the most resident memory this process has had, ring mapping included.
@@ -206,6 +208,8 @@ func run() throws -> Int32 {
     var pausedUntil: Double?
     var pauses = s.pauses.sorted { $0.at < $1.at }[...]
     var stopReason = "done"
+    var lastRingFailure: String?
+    var recreationsLogged = 0
 
     loop: while true {
         if stopSignals.load(ordering: .relaxed) > 0 { stopReason = "signal"; break }
@@ -244,7 +248,17 @@ func run() throws -> Int32 {
         case .published: published += 1
         case .stopRequested: stopReason = "host asked to stop"; break loop
         case .tooLarge: throw UsageError("frame \(number) (\(buffer.byteCount) bytes) does not fit the ring")
+        case .ringFailed(let reason):
+            if reason != lastRingFailure, !s.quiet { log("frame \(number) not sent: the ring was damaged and could not be made anew: \(reason)") }
+            lastRingFailure = reason
         case .throttled, .ignored: break
+        }
+        if let ring = handler.ring, ring.recreations != recreationsLogged {
+            recreationsLogged = ring.recreations
+            lastRingFailure = nil
+            if !s.quiet, recreationsLogged <= 10 || recreationsLogged.isMultiple(of: 100) {
+                log("ring damaged by another process (\(ring.lastRecreation ?? "")); made a fresh one (\(recreationsLogged) so far)")
+            }
         }
         number += 1
         deadline &+= interval
@@ -259,7 +273,8 @@ func run() throws -> Int32 {
         let stats = ProducerStats(
             frames: number, written: counters.written, dropped: counters.dropped, takenByHost: taken,
             throttled: handler.throttled, maxSampleMicros: Double(handler.maxSampleNanoseconds) / 1000,
-            peakRSSBytes: peakRSSBytes(), stopReason: stopReason, slotCapacity: largest)
+            peakRSSBytes: peakRSSBytes(), stopReason: stopReason, slotCapacity: largest,
+            ringsRecreated: handler.ring?.recreations ?? 0)
         try OutputFile.write(String(decoding: try JSONEncoder().encode(stats), as: UTF8.self), to: path)
     }
     return 0

@@ -136,8 +136,8 @@ func runStep(
     })
     let seconds = Double(MonotonicClock.now() - start) / 1e9
     let shares = zip(finals, producerCPU).map { share, cpu in
-        let written = share.ring.written + share.earlierRings.written
-        let dropped = share.ring.dropped + share.earlierRings.dropped
+        let written = share.totalWritten
+        let dropped = share.totalDropped
         return LoadTestReport.Share(
             appGroup: share.appGroup, framesIn: written, framesOut: share.encoded?.frames ?? 0,
             dropPercent: written == 0 ? 100 : Double(dropped) / Double(written) * 100,
@@ -147,7 +147,7 @@ func runStep(
     }
     let framesIn = shares.map(\.framesIn).reduce(0, +), framesOut = shares.map(\.framesOut).reduce(0, +)
     let totalWritten = Double(framesIn)
-    let dropped = finals.map { Double($0.ring.dropped + $0.earlierRings.dropped) }.reduce(0, +)
+    let dropped = finals.map { Double($0.totalDropped) }.reduce(0, +)
     return LoadTestReport.Step(
         sessions: count, seconds: seconds, passed: report.holds(shares), shares: shares, framesIn: framesIn, framesOut: framesOut,
         dropPercent: totalWritten == 0 ? 100 : dropped / totalWritten * 100, fps: shares.map(\.fps).reduce(0, +),

@@ -14,6 +14,8 @@ open class BroadcastSampleHandler {
         case stopRequested
         /// The frame does not fit the ring's slots.
         case tooLarge
+        /// The ring was damaged by someone else and could not be made anew.
+        case ringFailed(String)
     }
 
     /// Payload bytes per ring slot: the largest frame the broadcast will send.
@@ -64,7 +66,8 @@ open class BroadcastSampleHandler {
             lastPublishedCapture = captureTime
             return .published(replacedUntaken: replaced)
         } catch {
-            return .tooLarge
+            if case .frameTooLarge = error { return .tooLarge }
+            return .ringFailed(error.description)
         }
     }
 

@@ -53,6 +53,10 @@ public final class FrameConverter {
             input = out.encoderInput
         case .jpeg:
             if jpeg == nil { jpeg = try JPEGDecoder() }
+            // A turbojpeg handle that failed on one frame fails the next ones
+            // with the same error: start the next frame on a fresh one.
+            var finished = false
+            defer { if !finished { jpeg = nil } }
             let bytes = UnsafeRawBufferPointer(start: frame.payload, count: m.payloadSize)
             let header = try jpeg!.header(bytes)
             guard header.width == m.width, header.height == m.height else {
@@ -70,6 +74,7 @@ public final class FrameConverter {
                 picture = out
             }
             input = picture!.encoderInput
+            finished = true
         }
 
         if m.orientation != .up {

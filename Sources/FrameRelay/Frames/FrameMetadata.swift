@@ -179,6 +179,9 @@ public enum InvalidFrame: Error, CustomStringConvertible, Equatable {
     case badStride(plane: Int, stride: Int, rowBytes: Int)
     case planeOutOfBounds(plane: Int, end: Int, payloadSize: Int)
     case checksumMismatch(frameNumber: UInt64)
+    /// Metadata that holds, content that does not: a corrupt JPEG, or one
+    /// whose header disagrees with the metadata; a picture the encoder refuses.
+    case undecodable(frameNumber: UInt64, reason: String)
 
     public var description: String {
         switch self {
@@ -190,6 +193,7 @@ public enum InvalidFrame: Error, CustomStringConvertible, Equatable {
         case .badStride(let plane, let stride, let rowBytes): "plane \(plane) stride \(stride) < row bytes \(rowBytes)"
         case .planeOutOfBounds(let plane, let end, let size): "plane \(plane) ends at \(end), past payload size \(size)"
         case .checksumMismatch(let number): "frame \(number) fails its checksum (torn or corrupted)"
+        case .undecodable(let number, let reason): "frame \(number) cannot be decoded: \(reason)"
         }
     }
 }

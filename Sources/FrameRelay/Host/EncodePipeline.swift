@@ -53,8 +53,19 @@ public final class EncodePipeline {
     }
 
     /// Converts, encodes and records one frame taken at `takenTime`.
+    ///
+    /// A frame whose content cannot be converted or encoded (a JPEG that
+    /// disagrees with its metadata, a corrupt one, a size libvpx refuses)
+    /// throws ``InvalidFrame/undecodable(frameNumber:reason:)``: one bad
+    /// frame, to count and skip. Anything else it throws (writing the
+    /// recording) is about this host's own outputs.
     public func process(_ frame: FrameView, takenTime: UInt64) throws {
-        let input = try converter.convert(frame)
+        let input: EncoderInput
+        do {
+            input = try converter.convert(frame)
+        } catch {
+            throw InvalidFrame.undecodable(frameNumber: frame.metadata.frameNumber, reason: "\(error)")
+        }
         let converted = MonotonicClock.now()
         if let recorder, !sizeWritten {
             recorder.setDimensions(width: input.width, height: input.height)
@@ -62,11 +73,15 @@ public final class EncodePipeline {
         }
         // "Encoded" is when libvpx hands over the frame, before it is recorded or sent.
         var encoded: UInt64 = 0
-        try encoder.encode(input, captureTime: frame.metadata.captureTime) { packet in
-            if encoded == 0 { encoded = MonotonicClock.now() }
-            try recorder?.write(packet)
-            stats.bytes += UInt64(packet.bytes.count)
-            try onEncoded?(packet, frame.metadata)
+        do {
+            try encoder.encode(input, captureTime: frame.metadata.captureTime) { packet in
+                if encoded == 0 { encoded = MonotonicClock.now() }
+                try recorder?.write(packet)
+                stats.bytes += UInt64(packet.bytes.count)
+                try onEncoded?(packet, frame.metadata)
+            }
+        } catch let error as CodecError {
+            throw InvalidFrame.undecodable(frameNumber: frame.metadata.frameNumber, reason: "\(error)")
         }
         if encoded == 0 { encoded = MonotonicClock.now() }  // the encoder dropped the frame
         lastConverted = converted

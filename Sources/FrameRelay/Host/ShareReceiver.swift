@@ -106,26 +106,17 @@ public final class ShareReceiver: @unchecked Sendable {
                     awaitingFirstFrame = false
                     record("first-frame", "frame \(frame.metadata.frameNumber)")
                 }
-                try pipeline?.process(frame, takenTime: now)
-                if let trace {
-                    var timing = FrameTiming()
-                    timing.frame = frame.metadata.frameNumber
-                    timing.captured = frame.metadata.captureTime
-                    timing.published = frame.metadata.publishTime
-                    timing.taken = now
-                    timing.converted = pipeline?.lastConverted ?? 0
-                    timing.encoded = pipeline?.lastEncoded ?? 0
-                    // A frame the encoder dropped was never sent: keep 0 rather than the previous frame's time.
-                    let sent = transport?.lastSent ?? 0
-                    timing.sent = sent >= timing.encoded ? sent : 0
-                    trace.push(timing)
+                do {
+                    try pipeline?.process(frame, takenTime: now)
+                    if let trace { trace.push(timing(of: frame, taken: now)) }
+                } catch let invalid as InvalidFrame {
+                    // One bad frame: counted and skipped; the share goes on, and so do the others.
+                    noteInvalid(invalid)
                 }
                 if options.workNanoseconds > 0 { MonotonicClock.sleep(nanoseconds: options.workNanoseconds) }
                 if let limit = options.stopAfter, stats.taken >= limit { host.requestStop() }
             case .invalidFrame(let reason):
-                stats.invalid += 1
-                if case .checksumMismatch = reason { stats.checksumFailures += 1 }
-                if stats.invalid <= 5 { log("\(appGroup): skipped invalid frame: \(reason)") }
+                noteInvalid(reason)
             case .attached(let pid, let setupInfo, let createdAt):
                 stats.earlierRings.add(stats.ring)
                 stats.ring = RingCounters()
@@ -144,6 +135,12 @@ public final class ShareReceiver: @unchecked Sendable {
                 stats.producerDeaths += 1
                 stats.ring = host.counters
                 record("died", "producer \(pid) is gone; waiting for a new producer")
+            case .ringLost(let reason):
+                stats.ringsLost += 1
+                stats.ring = host.counters
+                record("ring-lost", reason + "; waiting for the producer's next ring")
+            case .refused(let error):
+                record("refused", "\(error); waiting for a ring this host can read")
             case .idle:
                 break
             }
@@ -155,10 +152,31 @@ public final class ShareReceiver: @unchecked Sendable {
         }
     }
 
+    /// The frame's time at every stage, for `--trace`.
+    private func timing(of frame: FrameView, taken: UInt64) -> FrameTiming {
+        var timing = FrameTiming()
+        timing.frame = frame.metadata.frameNumber
+        timing.captured = frame.metadata.captureTime
+        timing.published = frame.metadata.publishTime
+        timing.taken = taken
+        timing.converted = pipeline?.lastConverted ?? 0
+        timing.encoded = pipeline?.lastEncoded ?? 0
+        // A frame the encoder dropped was never sent: keep 0 rather than the previous frame's time.
+        let sent = transport?.lastSent ?? 0
+        timing.sent = sent >= timing.encoded ? sent : 0
+        return timing
+    }
+
+    private func noteInvalid(_ reason: InvalidFrame) {
+        stats.invalid += 1
+        if case .checksumMismatch = reason { stats.checksumFailures += 1 }
+        if stats.invalid <= 5 { log("\(appGroup): skipped invalid frame: \(reason)") }
+    }
+
     private func record(_ kind: String, _ detail: String, time: UInt64? = nil) {
         let now = MonotonicClock.now()
-        stats.events.append(ShareEvent(time: now, kind: kind, detail: detail))
-        if kind == "attached", let time { stats.events.append(ShareEvent(time: time, kind: "ring-created", detail: "")) }
+        stats.appendEvent(ShareEvent(time: now, kind: kind, detail: detail))
+        if kind == "attached", let time { stats.appendEvent(ShareEvent(time: time, kind: "ring-created", detail: "")) }
         log("\(appGroup): \(kind)" + (detail.isEmpty ? "" : " (\(detail))"))
         publish()
     }
@@ -166,7 +184,9 @@ public final class ShareReceiver: @unchecked Sendable {
     private func noteGeometry(_ m: FrameMetadata) {
         if let last = lastGeometry, last == (m.width, m.height, m.format, m.orientation) { return }
         lastGeometry = (m.width, m.height, m.format, m.orientation)
+        stats.geometryChanges += 1
         stats.geometries.append("\(m.width)x\(m.height) \(m.format) \(m.orientation) from frame \(m.frameNumber)")
+        if stats.geometries.count > ShareStats.historyLimit { stats.geometries.removeFirst() }
     }
 
     private func publish() {
@@ -195,10 +215,20 @@ public final class ShareReceiver: @unchecked Sendable {
 }
 
 extension RingCounters {
+    /// Adds another ring's counters. They come from shared memory, which
+    /// anyone with the App Group may write: the sums saturate, never trap.
     mutating func add(_ other: RingCounters) {
-        written += other.written
-        dropped += other.dropped
-        taken += other.taken
-        invalid += other.invalid
+        written = written.saturatingAdd(other.written)
+        dropped = dropped.saturatingAdd(other.dropped)
+        taken = taken.saturatingAdd(other.taken)
+        invalid = invalid.saturatingAdd(other.invalid)
+    }
+}
+
+extension UInt64 {
+    /// `self + other`, or `UInt64.max` where that would overflow.
+    func saturatingAdd(_ other: UInt64) -> UInt64 {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? .max : sum
     }
 }

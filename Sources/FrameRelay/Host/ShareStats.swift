@@ -10,6 +10,8 @@ public struct ShareStats: Sendable, Codable {
     public var earlierRings = RingCounters()
     public var producerAttaches = 0
     public var producerDeaths = 0
+    /// Rings let go because they were shrunk, unlinked or replaced under the host.
+    public var ringsLost = 0
     public var checksumFailures: UInt64 = 0
     /// CPU time of the share's host thread so far (ring, conversion, encoding, sending), seconds.
     public var cpuSeconds: Double = 0
@@ -18,18 +20,42 @@ public struct ShareStats: Sendable, Codable {
     /// Capture → taken, and publish → taken (the hand-off), in µs.
     public var captureToTaken = LatencySummary(count: 0, p50: 0, p90: 0, p99: 0, max: 0, mean: 0)
     public var handoff = LatencySummary(count: 0, p50: 0, p90: 0, p99: 0, max: 0, mean: 0)
-    /// Each distinct picture geometry in arrival order: "WxH format orientation from frame N".
+    /// The latest picture geometries in arrival order (at most ``historyLimit``): "WxH format orientation from frame N".
     public var geometries: [String] = []
+    /// Every geometry change, including those no longer in ``geometries``.
+    public var geometryChanges = 0
     /// Capture → encoded over the last second only (µs): latency over time, where the others are cumulative.
     public var recentCaptureToEncoded: LatencySummary?
     /// The encoder's figures, when the host encodes.
     public var encoded: EncodeStats?
     /// The RTP stream's figures, when the host streams.
     public var transport: TransportStats?
-    /// Lifecycle and connection events with their CLOCK_MONOTONIC time (ns).
+    /// The latest lifecycle and connection events (at most ``historyLimit``) with their CLOCK_MONOTONIC time (ns).
     public var events: [ShareEvent] = []
+    /// Events no longer in ``events``.
+    public var eventsDropped = 0
+
+    /// How much history a share keeps: a producer toggling size or a
+    /// receiver asking for keyframes all day must not grow the host.
+    public static let historyLimit = 64
+
+    /// Appends an event, forgetting the oldest past ``historyLimit``.
+    mutating func appendEvent(_ event: ShareEvent) {
+        events.append(event)
+        if events.count > Self.historyLimit {
+            events.removeFirst()
+            eventsDropped += 1
+        }
+    }
 
     public init(appGroup: String) { self.appGroup = appGroup }
+
+    /// Frames replaced before the host took them, over this ring and the
+    /// earlier ones (saturating: the counts come from shared memory).
+    public var totalDropped: UInt64 { ring.dropped.saturatingAdd(earlierRings.dropped) }
+
+    /// Frames the producers published, over this ring and the earlier ones (saturating).
+    public var totalWritten: UInt64 { ring.written.saturatingAdd(earlierRings.written) }
 }
 
 /// One thing that happened to a share.

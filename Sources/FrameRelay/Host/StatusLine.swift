@@ -34,7 +34,7 @@ public final class StatusLine {
     /// One share as a line: frames/s, drops, and latency percentiles.
     public static func format(_ s: ShareStats) -> String {
         let state = s.producerAttaches == 0 ? "waiting for producer" : "\(fixed(s.fps, 1)) fps"
-        return "\(s.appGroup)  \(state)  taken \(s.taken)  dropped \(s.ring.dropped + s.earlierRings.dropped)  invalid \(s.invalid)"
+        return "\(s.appGroup)  \(state)  taken \(s.taken)  dropped \(s.totalDropped)  invalid \(s.invalid)"
             + "  capture→taken p50 \(fixed(s.captureToTaken.p50 / 1000, 2)) ms p99 \(fixed(s.captureToTaken.p99 / 1000, 2)) ms"
             + "  hand-off p99 \(fixed(s.handoff.p99, 0)) µs"
     }

@@ -13,6 +13,13 @@ public enum HostEvent {
     case lifecycle(ProducerState)
     /// The producer process is gone without finishing (crash, `kill -9`).
     case producerDied(pid: Int32)
+    /// The ring attached to was shrunk, unlinked or replaced under the host;
+    /// it was let go, and the host waits for the producer's next ring.
+    case ringLost(reason: String)
+    /// A segment under the App Group's name that the host will not read
+    /// (not a ring of this version, or a malformed header); said once per
+    /// distinct reason while the host goes on waiting for a good one.
+    case refused(RingError)
     /// Nothing happened before the timeout.
     case idle
 }
@@ -36,6 +43,7 @@ public final class RingHost {
     public private(set) var lastCounters = RingCounters()
     private var attachment: Attachment?
     private let segmentName: String
+    private var lastRefusal: String?
 
     /// A host for `appGroup`; it attaches when the producer's ring appears.
     public init(appGroup: AppGroup, verifyChecksums: Bool = false) {
@@ -51,6 +59,11 @@ public final class RingHost {
     public func next(timeoutNanoseconds: UInt64) throws(RingError) -> HostEvent {
         let deadline = MonotonicClock.now() &+ timeoutNanoseconds
         while true {
+            if let attachment, attachment.segment.faults != 0 {
+                let size = attachment.segment.currentSize.map { "\($0) bytes" } ?? "unknown size"
+                detach()
+                return .ringLost(reason: "segment shrunk under the host (now \(size))")
+            }
             if let attachment {
                 if let event = poll(attachment) { return event }
             } else if let event = try attach() {
@@ -78,12 +91,16 @@ public final class RingHost {
     }
 
     /// Lets go of the ring; removes the segment if its producer is gone.
+    ///
+    /// Only a dead producer's segment is removed: a producer that finished
+    /// removes its own, and a "finished" that someone else wrote into the
+    /// header must not take a live producer's ring away.
     public func detach() {
         guard let attachment else { return }
         lastCounters = attachment.counters
         let me = UInt32(bitPattern: getpid())
         _ = attachment.header.hostPid.pointee.compareExchange(expected: me, desired: 0, ordering: .releasing)
-        if attachment.producerGone || attachment.finished || !processIsAlive(attachment.producerPid) {
+        if !processIsAlive(attachment.producerPid) {
             attachment.segment.unlinkIfStillLinked()
         }
         self.attachment = nil
@@ -102,10 +119,29 @@ public final class RingHost {
             }
         }
         let header = RingHeader(base: segment.base)
-        guard case .ring(let capacity) = try header.inspect(mappedSize: segment.size, appGroup: appGroup, segment: segmentName) else {
+        let inspection: RingHeader.Inspection
+        do {
+            inspection = try header.inspect(mappedSize: segment.size, appGroup: appGroup, segment: segmentName)
+        } catch {
+            switch error {
+            case .notARing, .versionMismatch, .appGroupMismatch, .malformedHeader:
+                // What is in the segment may change (a producer replacing a damaged ring): say it once, keep waiting.
+                guard error.description != lastRefusal else { return nil }
+                lastRefusal = error.description
+                return .refused(error)
+            default:
+                throw error
+            }
+        }
+        guard case .ring(let capacity) = inspection else {
             return nil  // the producer is still setting it up
         }
-        if header.lifecycle.pointee.load(ordering: .acquiring) == ProducerState.finished.rawValue { return nil }
+        lastRefusal = nil
+        if header.lifecycle.pointee.load(ordering: .acquiring) == ProducerState.finished.rawValue {
+            // Finished: its producer removes it; if that producer died before it could, the host does.
+            if !processIsAlive(Int32(bitPattern: header.producerPid.pointee.load(ordering: .acquiring))) { segment.unlinkIfStillLinked() }
+            return nil
+        }
         let me = UInt32(bitPattern: getpid())
         var holder = header.hostPid.pointee.load(ordering: .acquiring)
         while holder != me {
@@ -138,11 +174,21 @@ public final class RingHost {
             attachment.lifecycleSeq = sequence
             let raw = header.lifecycle.pointee.load(ordering: .acquiring)
             let lifecycle = ProducerState(rawValue: raw) ?? .initializing
-            if lifecycle == .finished {
-                attachment.finished = true
-                detach()
-            }
+            if lifecycle == .finished { detach() }
             return .lifecycle(lifecycle)
+        }
+        let now = MonotonicClock.now()
+        if now >= attachment.nextCheck {
+            // A few times a second: is the name still this segment, and its size what was mapped?
+            attachment.nextCheck = now &+ 100_000_000
+            if !attachment.producerGone, !attachment.segment.isStillLinked {
+                detach()
+                return .ringLost(reason: "ring unlinked or replaced")
+            }
+            if let size = attachment.segment.currentSize, size != attachment.segment.size {
+                detach()
+                return .ringLost(reason: "segment resized to \(size) bytes under the host")
+            }
         }
         if attachment.producerGone {
             // Wait for a new producer's segment under the same name.
@@ -192,8 +238,8 @@ private final class Attachment {
     let producerPid: Int32
     var lifecycleSeq: UInt32 = 0
     var lastSeenState: UInt32 = 0
+    var nextCheck: UInt64 = 0
     var producerGone = false
-    var finished = false
 
     init(segment: consuming SharedMemorySegment, capacity: Int) {
         self.header = RingHeader(base: segment.base)

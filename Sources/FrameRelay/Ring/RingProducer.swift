@@ -13,43 +13,58 @@ public final class RingProducer {
     public let appGroup: AppGroup
     /// Payload bytes per slot: the largest frame this ring carries.
     public let slotCapacity: Int
-    private let segment: SharedMemorySegment
-    private let header: RingHeader
+    private let setupInfo: String
+    private var segment: SharedMemorySegment
+    private var header: RingHeader
     private var sequence: UInt32 = 0
     private var producerSlot: Int
     private var isFinished = false
+    /// The lifecycle this producer last announced: the header must still say so.
+    private var announced = ProducerState.started
+    private var written: UInt64 = 0
+    private var dropped: UInt64 = 0
+    private var nextFullCheck: UInt64 = 0
+    /// Rings this producer made anew after finding its own corrupted, unlinked or shrunk.
+    public private(set) var recreations = 0
+    /// Why the ring was last made anew.
+    public private(set) var lastRecreation: String?
 
     /// Creates the ring of `appGroup` with room for frames of up to
     /// `slotCapacity` bytes, reclaiming a stale segment of a dead producer
     /// and refusing one that is not ours.
     public init(appGroup: AppGroup, slotCapacity: Int, setupInfo: String = "") throws(RingError) {
         guard slotCapacity > 0, slotCapacity < Int(Int32.max) - 8192 else { throw .badCapacity(slotCapacity) }
-        let name = appGroup.sharedMemoryName
-        let segment = try Self.createSegment(name: name, appGroup: appGroup, capacity: slotCapacity)
+        let segment = try Self.makeRing(appGroup: appGroup, capacity: slotCapacity, setupInfo: setupInfo, state: .started)
+        self.appGroup = appGroup
+        self.slotCapacity = slotCapacity
+        self.setupInfo = setupInfo
+        self.producerSlot = SlotState.initial.producerSlot
+        self.header = RingHeader(base: segment.base)
+        self.segment = segment
+    }
+
+    deinit { finish() }
+
+    /// A new segment with a complete header, its magic published last.
+    private static func makeRing(appGroup: AppGroup, capacity: Int, setupInfo: String, state: ProducerState) throws(RingError) -> SharedMemorySegment {
+        let segment = try createSegment(name: appGroup.sharedMemoryName, appGroup: appGroup, capacity: capacity)
         let header = RingHeader(base: segment.base)
         header.setPlain(RingLayout.versionOffset, RingLayout.version)
         header.setPlain(RingLayout.headerSizeOffset, UInt32(RingLayout.headerSize))
         header.setPlain(RingLayout.slotCountOffset, UInt32(RingLayout.slotCount))
-        header.setPlain(RingLayout.slotCapacityOffset, UInt64(slotCapacity))
-        header.setPlain(RingLayout.slotStrideOffset, UInt64(RingLayout.slotStride(capacity: slotCapacity)))
+        header.setPlain(RingLayout.slotCapacityOffset, UInt64(capacity))
+        header.setPlain(RingLayout.slotStrideOffset, UInt64(RingLayout.slotStride(capacity: capacity)))
         header.setPlain(RingLayout.segmentSizeOffset, UInt64(segment.size))
         header.setPlain(RingLayout.createdAtOffset, MonotonicClock.now())
         header.setString(appGroup.name, lengthAt: RingLayout.appGroupLengthOffset, bytesAt: RingLayout.appGroupOffset, maxBytes: AppGroup.maxLength)
         header.setString(setupInfo, lengthAt: RingLayout.setupInfoLengthOffset, bytesAt: RingLayout.setupInfoOffset, maxBytes: RingLayout.maxSetupInfoBytes)
         header.slotState.pointee.store(SlotState.initial.raw, ordering: .relaxed)
         header.producerPid.pointee.store(UInt32(bitPattern: getpid()), ordering: .relaxed)
-        header.lifecycle.pointee.store(ProducerState.started.rawValue, ordering: .relaxed)
+        header.lifecycle.pointee.store(state.rawValue, ordering: .relaxed)
         header.lifecycleSeq.pointee.store(1, ordering: .relaxed)
         header.magic.pointee.store(RingLayout.magic, ordering: .releasing)
-
-        self.appGroup = appGroup
-        self.slotCapacity = slotCapacity
-        self.producerSlot = SlotState.initial.producerSlot
-        self.header = header
-        self.segment = segment
+        return segment
     }
-
-    deinit { finish() }
 
     private static func createSegment(name: String, appGroup: AppGroup, capacity: Int) throws(RingError) -> SharedMemorySegment {
         let size = RingLayout.segmentSize(capacity: capacity)
@@ -89,22 +104,34 @@ public final class RingProducer {
         }
         guard let existing = opened else { return }
         let header = RingHeader(base: existing.base)
-        var inspection = try header.inspect(mappedSize: existing.size, appGroup: appGroup, segment: name)
-        if case .initializing = inspection {
-            // A creator between O_EXCL and publishing its magic, or one that died there.
-            MonotonicClock.sleep(nanoseconds: 200_000_000)
-            inspection = try header.inspect(mappedSize: existing.size, appGroup: appGroup, segment: name)
-        }
-        if case .ring = inspection {
-            let pid = Int32(bitPattern: header.producerPid.pointee.load(ordering: .acquiring))
-            let finished = header.lifecycle.pointee.load(ordering: .acquiring) == ProducerState.finished.rawValue
-            if !finished, processIsAlive(pid) { throw .producerRunning(segment: name, pid: pid) }
+        let pid = Int32(bitPattern: header.producerPid.pointee.load(ordering: .acquiring))
+        let producerAlive = processIsAlive(pid)
+        do throws(RingError) {
+            var inspection = try header.inspect(mappedSize: existing.size, appGroup: appGroup, segment: name)
+            if case .initializing = inspection {
+                // A creator between O_EXCL and publishing its magic, or one that died there.
+                MonotonicClock.sleep(nanoseconds: 200_000_000)
+                inspection = try header.inspect(mappedSize: existing.size, appGroup: appGroup, segment: name)
+            }
+            if case .ring = inspection {
+                let finished = header.lifecycle.pointee.load(ordering: .acquiring) == ProducerState.finished.rawValue
+                if !finished, producerAlive { throw RingError.producerRunning(segment: name, pid: pid) }
+            }
+        } catch {
+            // A ring of ours whose producer crashed mid-write, or that someone
+            // scribbled on, is reclaimed once nobody is producing into it; a
+            // segment that is not a ring of this version is left alone.
+            guard case .malformedHeader = error, !producerAlive else { throw error }
         }
         existing.unlinkIfStillLinked()
     }
 
     /// Copies `buffer` into the free slot and publishes it as the newest
     /// frame. Never waits. Returns whether an untaken frame was replaced.
+    ///
+    /// Everything read back from the shared header is checked first: a
+    /// ring that was corrupted, shrunk or unlinked by someone else is
+    /// replaced by a fresh one (``recreations``) and the frame goes there.
     @discardableResult
     public func publish(
         _ buffer: PixelBuffer, frameNumber: UInt64, captureTime: UInt64,
@@ -112,28 +139,38 @@ public final class RingProducer {
     ) throws(RingError) -> Bool {
         let bytes = buffer.byteCount
         guard bytes <= slotCapacity else { throw .frameTooLarge(bytes: bytes, capacity: slotCapacity) }
-        let slot = segment.base + RingLayout.slotOffset(producerSlot, capacity: slotCapacity)
-        let payload = slot + FrameMetadata.byteCount
-        // Non-temporal: the producer never reads the frame again (and the
-        // host reads it on another core), so the copy need not pass through this core's cache.
-        cmem_stream_copy(payload, buffer.storage, bytes)
-        var metadata = buffer.layout
-        metadata.frameNumber = frameNumber
-        metadata.captureTime = captureTime
-        metadata.orientation = orientation
-        metadata.payloadSize = bytes
-        metadata.checksum = checksum ? FrameChecksum.of(UnsafeRawBufferPointer(start: payload, count: bytes)) : 0
-        metadata.publishTime = MonotonicClock.now()
-        metadata.store(to: slot)
-        return publishSlot()
+        if let damage = damage() { try recreate(damage) }
+        for attempt in 0..<2 {
+            let slot = segment.base + RingLayout.slotOffset(producerSlot, capacity: slotCapacity)
+            let payload = slot + FrameMetadata.byteCount
+            // Non-temporal: the producer never reads the frame again (and the
+            // host reads it on another core), so the copy need not pass through this core's cache.
+            cmem_stream_copy(payload, buffer.storage, bytes)
+            var metadata = buffer.layout
+            metadata.frameNumber = frameNumber
+            metadata.captureTime = captureTime
+            metadata.orientation = orientation
+            metadata.payloadSize = bytes
+            metadata.checksum = checksum ? FrameChecksum.of(UnsafeRawBufferPointer(start: payload, count: bytes)) : 0
+            metadata.publishTime = MonotonicClock.now()
+            metadata.store(to: slot)
+            if segment.faults == 0, let replaced = publishSlot() { return replaced }
+            // Shrunk under the copy, or the slot state was rewritten: write the frame again into a fresh ring.
+            guard attempt == 0 else { break }
+            try recreate(segment.faults != 0 ? "segment shrunk under the producer" : "slot state \(hex(header.slotState.pointee.load(ordering: .relaxed)))")
+        }
+        return false
     }
 
     /// Swaps the written slot into the published position (lock-free: the
     /// compare-exchange only retries when the host swapped at that instant).
-    private func publishSlot() -> Bool {
+    /// Nil when the state word is not one the triple buffer can be in.
+    private func publishSlot() -> Bool? {
         sequence &+= 1
         var current = SlotState(raw: header.slotState.pointee.load(ordering: .acquiring))
         while true {
+            // The host only ever swaps the published slot with its own: ours must still be ours.
+            guard current.isValid, current.producerSlot == producerSlot else { return nil }
             let next = current.publishing(sequence: sequence)
             let (exchanged, original) = header.slotState.pointee.compareExchange(
                 expected: current.raw, desired: next.raw, ordering: .acquiringAndReleasing)
@@ -141,14 +178,61 @@ public final class RingProducer {
             current = SlotState(raw: original)
         }
         producerSlot = current.published
-        header.framesWritten.pointee.wrappingAdd(1, ordering: .relaxed)
-        if current.isFresh { header.framesDropped.pointee.wrappingAdd(1, ordering: .relaxed) }
+        written &+= 1
+        header.framesWritten.pointee.store(written, ordering: .relaxed)
+        if current.isFresh {
+            dropped &+= 1
+            header.framesDropped.pointee.store(dropped, ordering: .relaxed)
+        }
         header.wakeHost()
         return current.isFresh
     }
 
+    /// What is wrong with the ring, if anything: the header words this
+    /// producer wrote on every frame, and every 100 ms whether the name,
+    /// the size and the fixed fields are still what it made.
+    private func damage() -> String? {
+        if segment.faults != 0 { return "segment shrunk under the producer" }
+        let magic = header.magic.pointee.load(ordering: .relaxed)
+        if magic != RingLayout.magic { return "magic \(hex(magic))" }
+        let lifecycle = header.lifecycle.pointee.load(ordering: .relaxed)
+        if lifecycle != announced.rawValue { return "lifecycle \(lifecycle), announced \(announced.rawValue)" }
+        let state = SlotState(raw: header.slotState.pointee.load(ordering: .relaxed))
+        if !state.isValid || state.producerSlot != producerSlot { return "slot state \(hex(state.raw))" }
+        let now = MonotonicClock.now()
+        guard now >= nextFullCheck else { return nil }
+        nextFullCheck = now &+ 100_000_000
+        if !segment.isStillLinked { return "segment unlinked or replaced" }
+        if let size = segment.currentSize, size != segment.size { return "segment resized to \(size) bytes" }
+        do {
+            guard case .ring(let capacity) = try header.inspect(mappedSize: segment.size, appGroup: appGroup, segment: segment.name),
+                capacity == slotCapacity
+            else { return "header rewritten" }
+        } catch {
+            return "\(error)"
+        }
+        if header.producerPid.pointee.load(ordering: .relaxed) != UInt32(bitPattern: getpid()) { return "producer pid rewritten" }
+        return nil
+    }
+
+    /// Replaces the ring with a fresh one in the announced state; the old
+    /// name is removed if it is still the old segment's.
+    private func recreate(_ reason: String) throws(RingError) {
+        segment.unlinkIfStillLinked()
+        segment = try Self.makeRing(appGroup: appGroup, capacity: slotCapacity, setupInfo: setupInfo, state: announced)
+        header = RingHeader(base: segment.base)
+        producerSlot = SlotState.initial.producerSlot
+        header.framesWritten.pointee.store(written, ordering: .relaxed)
+        header.framesDropped.pointee.store(dropped, ordering: .relaxed)
+        recreations += 1
+        lastRecreation = reason
+        nextFullCheck = 0
+        header.wakeHost()
+    }
+
     /// Tells the host about a lifecycle change (paused, resumed, …).
     public func setState(_ state: ProducerState) {
+        announced = state
         header.lifecycle.pointee.store(state.rawValue, ordering: .releasing)
         header.lifecycleSeq.pointee.wrappingAdd(1, ordering: .releasing)
         header.wakeHost()
@@ -163,10 +247,9 @@ public final class RingProducer {
         return rate == 0 ? nil : Int(rate)
     }
 
-    /// Frames published, and those replaced before the host took them.
-    public var counters: (written: UInt64, dropped: UInt64) {
-        (header.framesWritten.pointee.load(ordering: .relaxed), header.framesDropped.pointee.load(ordering: .relaxed))
-    }
+    /// Frames published, and those replaced before the host took them
+    /// (this producer's own counts, whatever the shared header says).
+    public var counters: (written: UInt64, dropped: UInt64) { (written, dropped) }
 
     /// Frames the host took so far (any host, across restarts).
     public var framesTaken: UInt64 { header.framesTaken.pointee.load(ordering: .relaxed) }
@@ -180,3 +263,5 @@ public final class RingProducer {
         segment.unlinkIfStillLinked()
     }
 }
+
+private func hex(_ value: some BinaryInteger) -> String { "0x" + String(value, radix: 16) }

@@ -1,7 +1,14 @@
 @preconcurrency import Glibc
+internal import CSegmentGuard
 
 /// A mapped POSIX shared-memory segment with exactly one owner, which unmaps
 /// and closes it in `deinit`.
+///
+/// Another process may shrink the segment under us (`ftruncate`); touching
+/// a page past its new end would raise SIGBUS. Every mapping is guarded
+/// (``CSegmentGuard``): such a fault replaces the rest of the mapping with
+/// private zero pages and counts in ``faults``, so its owner reads zeros,
+/// sees the count, and lets the segment go instead of dying.
 struct SharedMemorySegment: ~Copyable {
     let name: String
     let base: UnsafeMutableRawPointer
@@ -9,6 +16,7 @@ struct SharedMemorySegment: ~Copyable {
     /// Device and inode: tell whether the name still refers to this segment.
     let identity: FileIdentity
     private let fd: Int32
+    private let guardHandle: Int32
 
     /// Creates a new segment with `O_CREAT|O_EXCL` and mode 0600; fails with
     /// `EEXIST` if the name is taken.
@@ -67,6 +75,12 @@ struct SharedMemorySegment: ~Copyable {
         guard size > 0 else { throw SystemError("mmap", name, code: EINVAL) }
         let pointer = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
         guard let pointer, pointer != MAP_FAILED else { throw SystemError("mmap", name, code: errno) }
+        if segment_guard_install() != 0 {
+            let code = errno
+            munmap(pointer, size)
+            throw SystemError("sigaction(SIGBUS)", name, code: code)
+        }
+        self.guardHandle = segment_guard_register(pointer, size)
         self.name = name
         self.fd = fd
         self.size = size
@@ -75,8 +89,19 @@ struct SharedMemorySegment: ~Copyable {
     }
 
     deinit {
+        segment_guard_unregister(guardHandle)
         munmap(base, size)
         close(fd)
+    }
+
+    /// SIGBUS faults absorbed in this mapping: non-zero once someone shrank
+    /// the segment under a page we touched (those pages now read zeros).
+    var faults: UInt32 { segment_guard_faults(guardHandle) }
+
+    /// The segment's size now, as its file says (nil if fstat fails).
+    var currentSize: Int? {
+        var info = stat()
+        return fstat(fd, &info) == 0 ? Int(info.st_size) : nil
     }
 
     /// Whether `name` in /dev/shm still refers to this mapping.

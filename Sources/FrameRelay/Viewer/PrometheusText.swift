@@ -10,7 +10,7 @@ enum PrometheusText {
         func label(_ share: ShareStats) -> String { "app_group=\"\(share.appGroup)\"" }
         metric("frames_taken_total", "counter", "Frames the host took from the ring.", shares.map { (label($0), Double($0.taken)) })
         metric("frames_dropped_total", "counter", "Frames replaced in the ring before the host took them.",
-               shares.map { (label($0), Double($0.ring.dropped + $0.earlierRings.dropped)) })
+               shares.map { (label($0), Double($0.totalDropped)) })
         metric("frames_invalid_total", "counter", "Frames skipped for bad metadata or checksum.", shares.map { (label($0), Double($0.invalid)) })
         metric("frames_encoded_total", "counter", "VP8 frames encoded.", shares.map { (label($0), Double($0.encoded?.frames ?? 0)) })
         metric("encoded_bytes_total", "counter", "VP8 bytes produced.", shares.map { (label($0), Double($0.encoded?.bytes ?? 0)) })

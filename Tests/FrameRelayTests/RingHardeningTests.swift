@@ -1,0 +1,210 @@
+@preconcurrency import Glibc
+import Foundation
+@testable import FrameRelay
+import Synchronization
+import Testing
+
+/// Someone who can write the App Group's shared memory (a buggy or hostile
+/// producer, any process of the same user) attacks both sides of the ring:
+/// nothing they write, shrink or unlink may crash either process, and the
+/// ring recovers once they stop.
+@Suite(.serialized) struct RingHardeningTests {
+    static let forged: UInt64 = 0xFFFF_FFFF_FFFF_FF00
+
+    @Test func countersForgedNearTheLimitNeitherTrapNorWrap() throws {
+        let group = uniqueGroup("overflow")
+        let report = Paths.temporaryDirectory().appendingPathComponent("host.json").path
+        let h = host([group], ["--no-encode", "--report", report])
+        for round in 1...3 {
+            let p = producer(group, ["--fps", "60", "--duration", "60", "--size", "64x48"])
+            try #require(h.waitForLog("first-frame", count: round), "round \(round): \(h.stderr)")
+            let ring = try RawMapping(name: group.sharedMemoryName)
+            for offset in [RingLayout.framesTakenOffset, RingLayout.framesInvalidOffset, RingLayout.framesDroppedOffset] {
+                ring.setU64(offset, Self.forged)
+            }
+            p.signal(SIGKILL)
+            _ = p.wait()
+            try #require(h.waitForLog("died", count: round), "round \(round): \(h.stderr)")
+        }
+        h.signal(SIGTERM)
+        #expect(h.wait(timeout: 20) == 0, "\(h.stderr)")
+        let share = try #require(try readShareStats(report).first)
+        #expect(share.producerAttaches == 3)
+        #expect(share.earlierRings.taken == .max && share.earlierRings.dropped == .max, "saturated, not wrapped")
+        #expect(share.totalDropped == .max)
+        #expect(!segmentExists(group))
+    }
+
+    @Test func segmentShrunkUnderBothSidesIsLetGoNotFatal() throws {
+        let group = uniqueGroup("shrink")
+        let buffer = try makeBuffer(256, 128, .i420)
+        let producer = try RingProducer(appGroup: group, slotCapacity: buffer.capacity)
+        defer { producer.finish() }
+        let host = RingHost(appGroup: group)
+        try producer.publish(buffer, frameNumber: 1, captureTime: 1)
+        guard case .frame = try nextFrameEvent(host) else { Issue.record("no first frame"); return }
+        try producer.publish(buffer, frameNumber: 2, captureTime: 1)
+        // Published, not yet taken; now cut the segment down to its header page under both mappings.
+        let raw = try RawMapping(name: group.sharedMemoryName)
+        #expect(ftruncate(raw.fd, 4096) == 0)
+        let lost = try nextEvent(host) { if case .ringLost = $0 { true } else { false } }
+        #expect(lost != nil, "the host must let the shrunk ring go")
+        try producer.publish(buffer, frameNumber: 3, captureTime: 1)
+        #expect(producer.recreations == 1, "the producer must notice and make a fresh ring")
+        guard case .frame(let frame) = try nextFrameEvent(host) else { Issue.record("no frame after the shrink"); return }
+        #expect(frame.metadata.frameNumber == 3)
+        frame.withUnsafePlane(0) { bytes, _ in #expect(bytes[0] == 7) }
+    }
+
+    @Test(arguments: [UInt32(0xF), 0x3, 0x13, 0xFFFF_FFFF])
+    func hostileStateWordMakesTheProducerStartAFreshRing(_ state: UInt32) throws {
+        let group = uniqueGroup("state")
+        let buffer = try makeBuffer()
+        let producer = try RingProducer(appGroup: group, slotCapacity: buffer.capacity)
+        defer { producer.finish() }
+        let host = RingHost(appGroup: group)
+        try producer.publish(buffer, frameNumber: 1, captureTime: 1)
+        guard case .frame = try nextFrameEvent(host) else { Issue.record("no first frame"); return }
+        try RawMapping(name: group.sharedMemoryName).setU32(RingLayout.slotStateOffset, state)
+        try producer.publish(buffer, frameNumber: 2, captureTime: 1)
+        #expect(producer.recreations == 1)
+        #expect(producer.lastRecreation?.contains("slot state") == true, "\(producer.lastRecreation ?? "")")
+        guard case .frame(let frame) = try nextFrameEvent(host) else { Issue.record("no frame from the fresh ring"); return }
+        #expect(frame.metadata.frameNumber == 2)
+    }
+
+    @Test func damagedRingOfADeadProducerIsReclaimedByTheNextOne() throws {
+        let group = uniqueGroup("reclaim")
+        let capacity = try makeBuffer().capacity
+        let name = group.sharedMemoryName
+        let dead = Spawned("/bin/true", [])
+        _ = dead.wait()
+        do {
+            // What a producer that crashed mid-write could leave: a ring of ours with an impossible state word.
+            let raw = try RawMapping(create: name, size: RingLayout.segmentSize(capacity: capacity))
+            raw.setU64(RingLayout.magicOffset, RingLayout.magic)
+            raw.setU32(RingLayout.versionOffset, RingLayout.version)
+            raw.setU32(RingLayout.headerSizeOffset, UInt32(RingLayout.headerSize))
+            raw.setU32(RingLayout.slotCountOffset, 3)
+            raw.setU64(RingLayout.slotCapacityOffset, UInt64(capacity))
+            raw.setU64(RingLayout.slotStrideOffset, UInt64(RingLayout.slotStride(capacity: capacity)))
+            raw.setU64(RingLayout.segmentSizeOffset, UInt64(raw.size))
+            raw.setString(group.name, lengthAt: RingLayout.appGroupLengthOffset, at: RingLayout.appGroupOffset)
+            raw.setU32(RingLayout.slotStateOffset, 0x3)
+            raw.setU32(RingLayout.producerPidOffset, UInt32(dead.pid))
+        }
+        let producer = try RingProducer(appGroup: group, slotCapacity: capacity)
+        try producer.publish(try makeBuffer(), frameNumber: 1, captureTime: 1)
+        guard case .frame = try nextFrameEvent(RingHost(appGroup: group)) else { Issue.record("no frame"); return }
+        producer.finish()
+        #expect(!segmentExists(group))
+    }
+
+    @Test func forgedFinishedDoesNotTakeALiveProducersRing() throws {
+        let group = uniqueGroup("forged")
+        let buffer = try makeBuffer()
+        let producer = try RingProducer(appGroup: group, slotCapacity: buffer.capacity)
+        defer { producer.finish() }
+        let host = RingHost(appGroup: group)
+        try producer.publish(buffer, frameNumber: 1, captureTime: 1)
+        guard case .frame = try nextFrameEvent(host) else { Issue.record("no first frame"); return }
+        let raw = try RawMapping(name: group.sharedMemoryName)
+        raw.setU32(RingLayout.lifecycleOffset, ProducerState.finished.rawValue)
+        raw.setU32(RingLayout.lifecycleSeqOffset, raw.u32(RingLayout.lifecycleSeqOffset) &+ 1)
+        let finished = try nextEvent(host) { if case .lifecycle(.finished) = $0 { true } else { false } }
+        #expect(finished != nil)
+        #expect(segmentExists(group), "the host removed a live producer's ring on a forged \"finished\"")
+        try producer.publish(buffer, frameNumber: 2, captureTime: 1)
+        #expect(producer.recreations == 1, "the producer must notice a lifecycle it never announced")
+        guard case .frame(let frame) = try nextFrameEvent(host) else { Issue.record("no frame after the forgery"); return }
+        #expect(frame.metadata.frameNumber == 2)
+    }
+
+    @Test func unlinkedRingIsMadeAnewByItsProducer() throws {
+        let group = uniqueGroup("unlinked")
+        let buffer = try makeBuffer()
+        let producer = try RingProducer(appGroup: group, slotCapacity: buffer.capacity)
+        defer { producer.finish() }
+        let host = RingHost(appGroup: group)
+        try producer.publish(buffer, frameNumber: 1, captureTime: 1)
+        guard case .frame = try nextFrameEvent(host) else { Issue.record("no first frame"); return }
+        shm_unlink(group.sharedMemoryName)
+        usleep(150_000)  // past the producer's 100 ms check of its name
+        try producer.publish(buffer, frameNumber: 2, captureTime: 1)
+        #expect(producer.recreations == 1)
+        #expect(segmentExists(group))
+        guard case .frame(let frame) = try nextFrameEvent(host) else { Issue.record("the host did not follow the new ring"); return }
+        #expect(frame.metadata.frameNumber == 2)
+    }
+
+    @Test func sizeChangesKeepABoundedHistory() throws {
+        let group = uniqueGroup("history")
+        let small = try makeBuffer(64, 48), large = try makeBuffer(96, 64)
+        let producer = try RingProducer(appGroup: group, slotCapacity: large.capacity)
+        defer { producer.finish() }
+        let receiver = ShareReceiver(appGroup: group, options: .init(), log: { _ in })
+        let stop = StopFlag()
+        let thread = Thread {
+            try? receiver.run(shouldStop: { stop.isSet })
+            stop.finished.store(true, ordering: .releasing)
+        }
+        thread.start()
+        let changes = 4 * ShareStats.historyLimit
+        for n in 0..<changes {
+            try producer.publish(n.isMultiple(of: 2) ? small : large, frameNumber: UInt64(n), captureTime: MonotonicClock.now())
+            let deadline = MonotonicClock.now() + 2_000_000_000
+            while producer.framesTaken < UInt64(n + 1), MonotonicClock.now() < deadline { usleep(200) }
+        }
+        stop.flag.store(true, ordering: .releasing)
+        while !stop.finished.load(ordering: .acquiring) { usleep(1000) }
+        let stats = receiver.snapshot
+        #expect(stats.taken == UInt64(changes))
+        #expect(stats.geometryChanges == changes)
+        #expect(stats.geometries.count == ShareStats.historyLimit)
+        #expect(stats.geometries.last?.hasPrefix("96x64") == true)
+        #expect(stats.events.count <= ShareStats.historyLimit)
+    }
+
+    @Test func malformedJPEGFramesAreCountedAndTheOtherShareGoesOn() throws {
+        let bad = uniqueGroup("jpeg"), good = uniqueGroup("jpegok")
+        let report = Paths.temporaryDirectory().appendingPathComponent("host.json").path
+        let h = host([bad, good], ["--duration", "4", "--report", report])
+        let other = producer(good, ["--fps", "30", "--duration", "4", "--size", "64x48", "--quiet"])
+        let picture = try makeBuffer(64, 48)
+        let formatter = FrameFormatter(format: .jpeg, orientation: .up)
+        let valid = try formatter.format(picture)
+        let wrongSize = try FrameFormatter(format: .jpeg, orientation: .up).format(try makeBuffer(32, 32))
+        // Garbage with a JPEG's first bytes, in a 64x48 JPEG frame.
+        let garbage = try PixelBuffer(width: 64, height: 48, format: .jpeg)
+        let bytes = UnsafeMutableRawBufferPointer(start: garbage.storage, count: 600)
+        for i in bytes.indices { bytes[i] = UInt8(truncatingIfNeeded: i &* 131) }
+        bytes[0] = 0xFF; bytes[1] = 0xD8; bytes[2] = 0xFF
+        garbage.setJPEGByteCount(600)
+        // The 32x32 JPEG's bytes under 64x48 metadata: a header that disagrees with the slot.
+        let mismatched = try PixelBuffer(width: 64, height: 48, format: .jpeg)
+        wrongSize.withUnsafeBytes { mismatched.storage.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        mismatched.setJPEGByteCount(wrongSize.byteCount)
+        let ring = try RingProducer(appGroup: bad, slotCapacity: valid.capacity)
+        for n in 0..<90 {
+            let frame = [garbage, mismatched, valid][n % 3]
+            try ring.publish(frame, frameNumber: UInt64(n), captureTime: MonotonicClock.now())
+            usleep(33_000)
+        }
+        ring.finish()
+        #expect(h.wait(timeout: 20) == 0, "\(h.stderr)")
+        _ = other.wait()
+        let shares = try readShareStats(report)
+        let hit = try #require(shares.first { $0.appGroup == bad.name })
+        let spared = try #require(shares.first { $0.appGroup == good.name })
+        #expect(hit.invalid >= 20, "invalid \(hit.invalid) of \(hit.taken)")
+        #expect((hit.encoded?.frames ?? 0) >= 10, "the share must go on encoding its good frames: \(hit.taken) taken, \(hit.invalid) invalid; \(h.stderr)")
+        #expect((spared.encoded?.frames ?? 0) >= 60, "the other share must not notice")
+    }
+}
+
+/// A stop flag a test thread and the test share.
+final class StopFlag: Sendable {
+    let flag = Atomic<Bool>(false)
+    let finished = Atomic<Bool>(false)
+    var isSet: Bool { flag.load(ordering: .acquiring) }
+}

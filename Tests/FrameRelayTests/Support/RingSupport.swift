@@ -1,0 +1,69 @@
+@preconcurrency import Glibc
+import FrameRelay
+import Testing
+
+/// A picture of `format` whose every byte of plane N is `fill + N`.
+func makeBuffer(_ width: Int = 64, _ height: Int = 48, _ format: PixelFormat = .i420, fill: UInt8 = 7) throws -> PixelBuffer {
+    let buffer = try PixelBuffer(width: width, height: height, format: format)
+    for plane in 0..<format.planeCount {
+        buffer.withUnsafeMutablePlane(plane) { bytes, _ in _ = bytes.initializeMemory(as: UInt8.self, repeating: fill &+ UInt8(plane)) }
+    }
+    return buffer
+}
+
+/// Calls `host.next` until an event that `wanted` accepts comes (or gives up after about a second).
+func nextEvent(_ host: RingHost, where wanted: (HostEvent) -> Bool) throws -> HostEvent? {
+    for _ in 0..<50 {
+        let event = try host.next(timeoutNanoseconds: 20_000_000)
+        if wanted(event) { return event }
+    }
+    return nil
+}
+
+/// Calls `host.next` until a frame or invalid frame comes (or gives up).
+func nextFrameEvent(_ host: RingHost) throws -> HostEvent? {
+    try nextEvent(host) {
+        switch $0 {
+        case .frame, .invalidFrame: true
+        default: false
+        }
+    }
+}
+
+/// A plain mapping of a segment, to play the part of another process.
+final class RawMapping {
+    let fd: Int32
+    let base: UnsafeMutableRawPointer
+    let size: Int
+
+    init(name: String) throws {
+        fd = shm_open(name, O_RDWR, 0)
+        guard fd >= 0 else { throw SystemError("shm_open", name, code: errno) }
+        var info = stat()
+        fstat(fd, &info)
+        size = Int(info.st_size)
+        base = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)!
+    }
+
+    init(create name: String, size: Int) throws {
+        fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0o600)
+        guard fd >= 0 else { throw SystemError("shm_open", name, code: errno) }
+        ftruncate(fd, off_t(size))
+        self.size = size
+        base = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)!
+    }
+
+    deinit {
+        munmap(base, size)
+        close(fd)
+    }
+
+    func u32(_ offset: Int) -> UInt32 { base.load(fromByteOffset: offset, as: UInt32.self) }
+    func setU32(_ offset: Int, _ value: UInt32) { base.storeBytes(of: value, toByteOffset: offset, as: UInt32.self) }
+    func setU64(_ offset: Int, _ value: UInt64) { base.storeBytes(of: value, toByteOffset: offset, as: UInt64.self) }
+    func setString(_ text: String, lengthAt lengthOffset: Int, at offset: Int) {
+        let bytes = Array(text.utf8)
+        for (i, byte) in bytes.enumerated() { base.storeBytes(of: byte, toByteOffset: offset + i, as: UInt8.self) }
+        setU32(lengthOffset, UInt32(bytes.count))
+    }
+}

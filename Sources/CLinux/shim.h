@@ -1,6 +1,6 @@
 // Linux calls that Swift cannot make directly: futex goes through the
-// variadic syscall(2), prctl(2) is variadic, and strerrorname_np(3) is a GNU
-// extension the Glibc module does not show.
+// variadic syscall(2), prctl(2) is variadic, and strerrorname_np(3) and
+// statfs(2) are not in the Glibc module.
 #pragma once
 #include <errno.h>
 #include <linux/futex.h>
@@ -8,6 +8,7 @@
 #include <sys/prctl.h>
 #include <stdint.h>
 #include <sys/syscall.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,3 +34,9 @@ extern const char *strerrorname_np(int errnum);
 
 /// errno's symbolic name ("ENOSPC"), or NULL for a number glibc does not know.
 static inline const char *clinux_errno_name(int code) { return strerrorname_np(code); }
+
+/// The filesystem type (f_type, linux/magic.h) that `path` is on, or -1 + errno.
+static inline long clinux_filesystem_type(const char *path) {
+    struct statfs info;
+    return statfs(path, &info) == 0 ? (long)info.f_type : -1;
+}

@@ -43,6 +43,9 @@ import Testing
         ("not a video\n", "not a YUV4MPEG2 file"),
         ("YUV4MPEG2 W64 H64 F30:1 C420p10\n", "colour space C420p10, only 8-bit 4:2:0 is supported"),
         ("YUV4MPEG2 W64 H64 F30:1 C420jpeg\n", "no whole 64x64 frame after the header"),
+        ("YUV4MPEG2 W64 H64 F0:1\n", "frame rate F0:1"),
+        ("YUV4MPEG2 W64 H64 F30:0\n", "frame rate F30:0"),
+        ("YUV4MPEG2 W64 H64 F1000000:1\n", "frame rate F1000000:1"),
         ("YUV4MPEG2 W64 H64 F30:1\nFRAME\n" + String(repeating: "x", count: 100), "no whole 64x64 frame after the header"),
     ]
 
@@ -74,6 +77,9 @@ import Testing
         (["--app-group", "group.t.a", "--app-group", "group.t.b", "--record", "/tmp/same.ivf", "--record", "/tmp/same.ivf"], "give each output its own file"),
         (["--report", "/nonexistent/r.json"], "cannot write --report /nonexistent/r.json: no directory /nonexistent"),
         (["--record", "/tmp"], "cannot write --record /tmp: it is a directory"),
+        (["--trace", "/proc/self/mem"], "cannot write --trace /proc/self/mem: it is a kernel file in /proc or /sys"),
+        (["--record", "/dev/zero"], "cannot write --record /dev/zero: it is a device, not a file"),
+        (["--report", "/sys/kernel/frame-relay.json"], "cannot write --report /sys/kernel/frame-relay.json: /sys/kernel is in /proc or /sys"),
         (["receive", "--address", "999.0.0.1"], "invalid --address \"999.0.0.1\""),
         (["receive", "--idle", "0"], "invalid --idle \"0\""),
         (["demo", "--fps", "0"], "invalid --fps \"0\""),
@@ -87,6 +93,14 @@ import Testing
         #expect(result.status != 0)
         #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
         #expect(result.stderr.contains(message), "\(result.stderr)")
+    }
+
+    /// Devices and kernel files are refused, but /dev/null and standard output still take output.
+    @Test func nullAndStandardOutputStillTakeOutput() {
+        for path in ["/dev/null", "/dev/stdout"] {
+            let result = run(Paths.executable("frame-relay"), ["--report", path, "--no-encode", "--duration", "0.2", "--quiet"])
+            #expect(result.status == 0, "\(path): \(result.stderr)")
+        }
     }
 
     @Test func helpListsEveryOptionWithDefaults() {

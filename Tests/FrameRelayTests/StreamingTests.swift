@@ -94,7 +94,7 @@ import Testing
         let lastFrame = try #require(peer.frames.last)
         #expect(abs(Int64(Int32(bitPattern: report.rtpTimestamp &- lastFrame.timestamp))) < 90_000)
 
-        for (kind, request) in [("PLI", peer.sendPLI), ("FIR", peer.sendFIR)] {
+        for (kind, request) in [("PLI", { peer.sendPLI() }), ("FIR", peer.sendFIR)] as [(String, () -> Void)] {
             let before = peer.frames.count
             let sentAt = MonotonicClock.now()
             request()
@@ -112,6 +112,83 @@ import Testing
         let transport = try #require(try readShareStats(hostStats).first?.transport)
         #expect(transport.pli == 1 && transport.fir == 1)
         #expect(peer.frames.filter(\.keyframe).count == 3)  // the first frame, the PLI's, the FIR's
+    }
+
+    /// Feedback is for our stream only: a PLI for SSRC 0 or another
+    /// stream's is not obeyed. The RTCP socket listens where the stream
+    /// goes (loopback here), not on every address.
+    @Test func feedbackForOtherStreamsIsIgnoredAndRTCPListensWhereTheStreamGoes() throws {
+        let group = uniqueGroup("pli0")
+        let port = freePortPair()
+        let peer = TestRTPPeer(port: port)
+        let hostStats = Paths.temporaryDirectory().appendingPathComponent("host.json").path
+        let h = host([group], ["--rtp", "127.0.0.1:\(port)", "--keyframe-interval", "0", "--exit-when-finished", "--report", hostStats])
+        let p = producer(group, ["--size", "320x240", "--fps", "30", "--duration", "3", "--quiet"])
+        peer.pump(1.0)
+        #expect(!peer.reports.isEmpty, "no Sender Report")
+        // "RTCP on port N" in the log; /proc/net/udp must show that port bound to 127.0.0.1 only.
+        let rtcpPort = try #require(Int(h.stderr.components(separatedBy: "RTCP on port ").dropFirst().first?.prefix { $0.isNumber } ?? ""), "\(h.stderr)")
+        #expect(udpLocalAddresses(port: rtcpPort) == ["0100007F"], "\(udpLocalAddresses(port: rtcpPort))")
+        peer.sendPLI(media: 0)
+        peer.sendPLI(media: peer.mediaSSRC &+ 1)
+        peer.pump(0.5)
+        #expect(p.wait() == 0)
+        #expect(h.wait() == 0)
+        let transport = try #require(try readShareStats(hostStats).first?.transport)
+        #expect(transport.pli == 0, "a PLI for another SSRC was obeyed")
+        #expect(peer.frames.filter(\.keyframe).count == 1, "only the first frame is a keyframe")
+    }
+
+    /// The receiver's feedback cannot be aimed at a third party or made
+    /// larger than what it receives: a Sender Report with the stream's SSRC
+    /// from another host (127.0.0.2) is refused, and a stream of 14-byte
+    /// packets 64 sequence numbers apart (63 lost packets each) gets NACKs
+    /// worth at most a tenth of its bytes.
+    @Test func receiverFeedbackGoesOnlyToTheStreamsHostAndStaysSmall() throws {
+        let port = freePortPair()
+        let received = Paths.temporaryDirectory().appendingPathComponent("received.json").path
+        let r = Spawned(Paths.executable("frame-relay"), ["receive", "--port", "\(port)", "--duration", "20", "--idle", "1", "--report", received, "--quiet"])
+        #expect(waitUntilUDPPortIsBound(port))
+        func udp(_ address: String) -> Int32 {
+            let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = inet_addr(address)
+            _ = withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            return fd
+        }
+        let stream = udp("127.0.0.1"), streamRTCP = udp("127.0.0.1"), elsewhere = udp("127.0.0.2")
+        defer { for fd in [stream, streamRTCP, elsewhere] { close(fd) } }
+        let ssrc: UInt32 = 0x0BAD_CAFE
+        var rtpBytes = 0
+        func sendRTP(_ sequence: UInt16) {
+            let packet = rtpPacket(ssrc: ssrc, sequence: sequence, timestamp: UInt32(sequence) * 3000, marker: true, payload: [0x10, 0x00])
+            rtpBytes += packet.count
+            _ = withLoopback(port) { sendto(stream, packet, packet.count, 0, $0, $1) }
+        }
+        let report = [0x80, 200, 0, 6] + bigEndianBytes(ssrc) + [UInt8](repeating: 0, count: 20)
+        sendRTP(0)
+        usleep(50_000)
+        _ = withLoopback(port + 1) { sendto(elsewhere, report, report.count, 0, $0, $1) }
+        _ = withLoopback(port + 1) { sendto(streamRTCP, report, report.count, 0, $0, $1) }
+        usleep(50_000)
+        for n in 1...300 {
+            sendRTP(UInt16(n * 64 % 65_536))
+            if n % 20 == 0 { usleep(2_000) }
+        }
+        #expect(r.wait() == 0)
+        func drain(_ fd: Int32) -> Int {
+            var total = 0
+            var buffer = [UInt8](repeating: 0, count: 2048)
+            while case let n = recv(fd, &buffer, buffer.count, 0), n > 0 { total += n }
+            return total
+        }
+        let reflected = drain(elsewhere), answered = drain(streamRTCP)
+        let stats = try JSONDecoder().decode(ReceiveReport.self, from: Data(contentsOf: URL(fileURLWithPath: received))).stats
+        #expect(reflected == 0, "\(reflected) bytes of feedback went to a host that is not the stream's")
+        #expect(stats.senderReportsRefused == 1 && stats.senderReports == 1, "\(stats)")
+        #expect(answered > 0 && answered * 10 <= rtpBytes, "\(answered) bytes of feedback for \(rtpBytes) bytes of RTP")
+        #expect(stats.feedbackWithheld > 0 && stats.feedbackBytes * 10 <= stats.bytesReceived, "\(stats)")
     }
 
     /// NACKs can come from anyone who knows the SSRC: asking for the same

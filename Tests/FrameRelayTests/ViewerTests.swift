@@ -61,18 +61,89 @@ import Testing
         }
     }
 
-    /// Past 128 connections at once a client is told 503 at once; the
-    /// viewer serves again as soon as they go.
-    @Test func connectionsPastTheLimitGet503() throws {
-        try withViewer(groups: [uniqueGroup("many")]) { port, _ in
-            let idle = (0..<HTTPServer.maxConnections).map { _ in socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0) }
-            for fd in idle { #expect(withLoopback(port, { connect(fd, $0, $1) }) == 0) }
-            usleep(300_000)  // each has its thread, waiting for a request
-            let refused = run("/usr/bin/curl", ["-s", "-m", "5", "-w", "%{http_code}", "-o", "/dev/null", "http://127.0.0.1:\(port)/stats.json"])
-            #expect(refused.stdout == "503", "\(refused.stdout)")
-            for fd in idle { close(fd) }
+    /// Sends `request` as it is and reads the answer until the server closes (at most `timeout` seconds).
+    func exchange(_ port: Int, _ request: [UInt8], timeout: Int = 10) -> String {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var limit = timeval(tv_sec: timeout, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        guard withLoopback(port, { connect(fd, $0, $1) }) == 0 else { return "connect failed" }
+        var sent = 0
+        while sent < request.count {
+            let n = request[sent...].withUnsafeBytes { send(fd, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard n > 0 else { break }
+            sent += n
+        }
+        var answer = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n < 0 { answer += Array("<\(errno == ECONNRESET ? "reset" : "errno \(errno)")>".utf8) }
+            guard n > 0 else { break }
+            answer += buffer[..<n]
+        }
+        return String(decoding: answer, as: UTF8.self)
+    }
+
+    /// Slow or idle clients cannot hold the viewer: every slot full of
+    /// connections that never finish their request, and a new client still
+    /// gets the page, the stats and the metrics (the longest-waiting idle
+    /// connection makes way); a request trickled a byte a second is cut off
+    /// at its deadline.
+    @Test func slowClientsCannotLockOutTheViewer() throws {
+        try withViewer(groups: [uniqueGroup("slow")]) { port, h in
+            let idle = (0..<(HTTPServer.maxConnections + 12)).map { _ in socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0) }
+            for fd in idle {
+                #expect(withLoopback(port, { connect(fd, $0, $1) }) == 0)
+                _ = send(fd, "G", 1, Int32(MSG_NOSIGNAL))
+            }
             usleep(300_000)
-            #expect(fetch("http://127.0.0.1:\(port)/stats.json").status == 0)
+            for path in ["/stats.json", "/metrics", "/"] {
+                let answer = run("/usr/bin/curl", ["-s", "-m", "5", "-w", "%{http_code}", "-o", "/dev/null", "http://127.0.0.1:\(port)\(path)"])
+                #expect(answer.stdout == "200", "\(path) behind \(idle.count) idle clients: \(answer.stdout)")
+            }
+            for fd in idle { close(fd) }
+            // One byte a second: the head never completes, and the connection is closed at the deadline.
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(fd) }
+            #expect(withLoopback(port, { connect(fd, $0, $1) }) == 0)
+            let start = MonotonicClock.now()
+            var closedAfter: Double?
+            for byte in "GET /stats.json HTTP/1.1\r\nX: " + String(repeating: "y", count: 20) {
+                var one = UInt8(ascii: byte.unicodeScalars.first!)
+                _ = send(fd, &one, 1, Int32(MSG_NOSIGNAL))
+                var probe = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                if poll(&probe, 1, 1000) > 0 {
+                    closedAfter = Double(MonotonicClock.now() - start) / 1e9
+                    break
+                }
+            }
+            let deadline = Double(HTTPServer.requestDeadline) / 1e9
+            #expect(closedAfter.map { $0 >= deadline - 0.5 && $0 < deadline + 1.5 } == true, "closed after \(closedAfter ?? -1) s")
+            #expect(h.process.isRunning)
+        }
+    }
+
+    /// What HTTP says of methods, heads and malformed requests.
+    @Test func requestsGetTheAnswersHTTPPrescribes() throws {
+        try withViewer(groups: [uniqueGroup("methods")]) { port, _ in
+            let head = exchange(port, Array("HEAD /stats.json HTTP/1.1\r\n\r\n".utf8))
+            #expect(head.hasPrefix("HTTP/1.1 200 OK") && head.contains("Content-Length: "), "\(head)")
+            #expect(head.hasSuffix("\r\n\r\n"), "HEAD sent a body: \(head.suffix(80))")
+            let streamHead = exchange(port, Array("HEAD /stream.ivf HTTP/1.1\r\n\r\n".utf8))
+            #expect(streamHead.hasPrefix("HTTP/1.1 200 OK") && streamHead.hasSuffix("\r\n\r\n"), "\(streamHead)")
+            for method in ["POST", "PUT", "DELETE", "OPTIONS", "TRACE", "CONNECT", "PATCH"] {
+                let answer = exchange(port, Array("\(method) /stats.json HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello".utf8))
+                #expect(answer.hasPrefix("HTTP/1.1 405 ") && answer.contains("Allow: GET, HEAD"), "\(method): \(answer.prefix(60))")
+            }
+            let bareLF = exchange(port, Array("GET /stats.json HTTP/1.1\nHost: x\n\n".utf8))
+            #expect(bareLF.hasPrefix("HTTP/1.1 200 OK"), "LF line ends: \(bareLF.prefix(60))")
+            let huge = exchange(port, Array(("GET / HTTP/1.1\r\n" + String(repeating: "X-Filler: 0123456789abcdef\r\n", count: 2400) + "\r\n").utf8))
+            #expect(huge.hasPrefix("HTTP/1.1 431 "), "64 KB of headers: \(huge.prefix(60))")
+            for garbage in ["\r\n\r\n", "GET\r\n\r\n", "GET noslash HTTP/1.1\r\n\r\n", "GET / HTTP/9\r\n\r\n"] {
+                let answer = exchange(port, Array(garbage.utf8))
+                #expect(answer.hasPrefix("HTTP/1.1 400 ") || answer.hasPrefix("HTTP/1.1 505 "), "\(garbage.debugDescription): \(answer.prefix(60))")
+            }
         }
     }
 

@@ -24,34 +24,15 @@ public final class Y4MFileSource: FrameSource {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw SourceError.missingFile(path) }
         var head = [UInt8](repeating: 0, count: 512)
-        let count = pread(fd, &head, head.count, 0)
-        guard count > 10, head.starts(with: Array("YUV4MPEG2 ".utf8)), let newline = head[..<count].firstIndex(of: 0x0A) else {
+        let count = max(0, pread(fd, &head, head.count, 0))
+        let header: Header
+        do {
+            header = try Self.parseHeader(head[..<count], path: path)
+        } catch {
             close(fd)
-            throw SourceError.malformed(path, "not a YUV4MPEG2 file")
+            throw error
         }
-        var width = 0, height = 0, rate = 30.0
-        for field in String(decoding: head[..<newline], as: UTF8.self).split(separator: " ").dropFirst() {
-            let value = field.dropFirst()
-            switch field.first {
-            case "W": width = Int(value) ?? 0
-            case "H": height = Int(value) ?? 0
-            case "F":
-                let parts = value.split(separator: ":").compactMap { Double($0) }
-                if parts.count == 2, parts[0] > 0, parts[1] > 0 { rate = parts[0] / parts[1] }
-            // 420, 420jpeg, 420paldv, 420mpeg2: 8-bit 4:2:0 (420p10 and the like are not).
-            case "C" where !value.hasPrefix("420") || value.dropFirst(3).hasPrefix("p1"):
-                close(fd)
-                throw SourceError.malformed(path, "colour space C\(value), only 8-bit 4:2:0 is supported")
-            case "I" where value != "p" && value != "?":
-                close(fd)
-                throw SourceError.malformed(path, "interlaced (I\(value))")
-            default: break
-            }
-        }
-        guard (1...FrameMetadata.maxDimension).contains(width), (1...FrameMetadata.maxDimension).contains(height) else {
-            close(fd)
-            throw SourceError.malformed(path, "bad size W\(width) H\(height)")
-        }
+        let (width, height, rate, newline) = (header.width, header.height, header.frameRate, header.dataStart - 1)
         self.fd = fd
         self.path = path
         self.loop = loop
@@ -70,6 +51,52 @@ public final class Y4MFileSource: FrameSource {
     deinit {
         close(fd)
         marker.deallocate()
+    }
+
+    /// What a Y4M stream header says: picture size, frame rate, and where
+    /// the first frame starts.
+    public struct Header: Equatable, Sendable {
+        public var width: Int
+        public var height: Int
+        public var frameRate: Double
+        public var dataStart: Int
+    }
+
+    /// The frame rates a Y4M header may declare.
+    static let frameRates = 0.01...1000.0
+
+    /// Parses the header at the start of `head` (the file's first bytes);
+    /// throws a ``SourceError`` naming `path` and what is wrong.
+    public static func parseHeader(_ head: ArraySlice<UInt8>, path: String) throws(SourceError) -> Header {
+        guard head.count > 10, head.starts(with: Array("YUV4MPEG2 ".utf8)), let newline = head.firstIndex(of: 0x0A) else {
+            throw SourceError.malformed(path, "not a YUV4MPEG2 file")
+        }
+        var width = 0, height = 0, rate = 30.0
+        for field in String(decoding: head[head.startIndex..<newline], as: UTF8.self).split(separator: " ").dropFirst() {
+            let value = field.dropFirst()
+            switch field.first {
+            case "W": width = Int(value) ?? 0
+            case "H": height = Int(value) ?? 0
+            case "F":
+                let parts = value.split(separator: ":", omittingEmptySubsequences: false).map { Int($0) }
+                guard parts.count == 2, let numerator = parts[0], let denominator = parts[1], numerator > 0, denominator > 0,
+                    Self.frameRates.contains(Double(numerator) / Double(denominator))
+                else {
+                    throw SourceError.malformed(path, "frame rate F\(value), expected F<n>:<d> between 0.01 and 1000 frames/s")
+                }
+                rate = Double(numerator) / Double(denominator)
+            // 420, 420jpeg, 420paldv, 420mpeg2: 8-bit 4:2:0 (420p10 and the like are not).
+            case "C" where !value.hasPrefix("420") || value.dropFirst(3).hasPrefix("p1"):
+                throw SourceError.malformed(path, "colour space C\(value), only 8-bit 4:2:0 is supported")
+            case "I" where value != "p" && value != "?":
+                throw SourceError.malformed(path, "interlaced (I\(value))")
+            default: break
+            }
+        }
+        guard (1...FrameMetadata.maxDimension).contains(width), (1...FrameMetadata.maxDimension).contains(height) else {
+            throw SourceError.malformed(path, "bad size W\(width) H\(height)")
+        }
+        return Header(width: width, height: height, frameRate: rate, dataStart: newline - head.startIndex + 1)
     }
 
     public func nextFrame(number: UInt64) throws -> PixelBuffer? {

@@ -1,4 +1,5 @@
 @preconcurrency import Glibc
+internal import CLinux
 
 /// A file the user named for output (a report, a trace, an SDP, a
 /// recording): checked before the run starts, so that a bad path fails up
@@ -6,6 +7,10 @@
 /// device is written, never replaced, and a FIFO that nobody reads fails
 /// instead of blocking.
 public enum OutputFile {
+    /// `statfs` filesystem types of /proc and /sys (linux/magic.h).
+    static let procfsMagic = 0x9FA0
+    static let sysfsMagic = 0x6265_6572
+
     /// Throws a one-line ``UsageError`` naming `--option` when `path` cannot
     /// be written now: its directory is missing, it is a directory, it is a
     /// FIFO nobody reads, or it may not be written. Creates nothing.
@@ -20,8 +25,23 @@ public enum OutputFile {
                 let fd = Glibc.open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
                 guard fd >= 0 else { throw fail(errno == ENXIO ? "no process is reading this FIFO" : SystemError.errorName(errno)) }
                 close(fd)
-            default:
+            case S_IFCHR:
+                // A terminal or /dev/null takes output; another device (/dev/zero, a disk, a serial line) is no place for it.
+                let fd = Glibc.open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+                guard fd >= 0 else { throw fail(SystemError.errorName(errno)) }
+                let terminal = isatty(fd) == 1
+                close(fd)
+                var null = stat()
+                guard terminal || (stat("/dev/null", &null) == 0 && null.st_rdev == info.st_rdev) else {
+                    throw fail("it is a device, not a file (only a terminal or /dev/null takes output)")
+                }
+            case S_IFREG:
+                if [Self.procfsMagic, Self.sysfsMagic].contains(clinux_filesystem_type(path)) {
+                    throw fail("it is a kernel file in /proc or /sys, not a file to write output to")
+                }
                 guard access(path, W_OK) == 0 else { throw fail(SystemError.errorName(errno)) }
+            default:
+                throw fail("it is neither a file, a FIFO nor a terminal")
             }
             return
         }
@@ -30,6 +50,9 @@ public enum OutputFile {
         let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
         guard stat(directory, &info) == 0 else { throw fail("no directory \(directory)") }
         guard info.st_mode & S_IFMT == S_IFDIR else { throw fail("\(directory) is not a directory") }
+        guard ![Self.procfsMagic, Self.sysfsMagic].contains(clinux_filesystem_type(directory)) else {
+            throw fail("\(directory) is in /proc or /sys, not a place for output files")
+        }
         guard access(directory, W_OK | X_OK) == 0 else { throw fail("cannot create files in \(directory): \(SystemError.errorName(errno))") }
     }
 

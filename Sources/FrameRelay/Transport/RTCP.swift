@@ -53,7 +53,8 @@ enum RTCP {
                 }
             case payloadFeedback where length >= 12:
                 let media = u32(offset + 8)
-                if count == 1, media == ssrc || media == 0 { feedback.pictureLoss = true }
+                // Only for our stream: a PLI for SSRC 0 or another's is not ours to answer.
+                if count == 1, media == ssrc { feedback.pictureLoss = true }
                 if count == 4 {
                     var at = offset + 12
                     while at + 8 <= offset + length {

@@ -17,7 +17,14 @@ public final class RTPReceiver {
         public var foreignPackets: UInt64 = 0
         public var nacksSent: UInt64 = 0
         public var plisSent: UInt64 = 0
+        /// Bytes of RTP received and of RTCP feedback sent: feedback stays under a tenth of what came in.
+        public var bytesReceived: UInt64 = 0
+        public var feedbackBytes: UInt64 = 0
+        /// Feedback not sent because the budget was spent (a forged stream of gaps).
+        public var feedbackWithheld: UInt64 = 0
         public var senderReports: UInt64 = 0
+        /// Sender Reports with the stream's SSRC from another host than the stream's own.
+        public var senderReportsRefused: UInt64 = 0
         public var stampsRead: UInt64 = 0
         public var stampsOutOfOrder: UInt64 = 0
         public var firstStamp: UInt64?
@@ -55,8 +62,14 @@ public final class RTPReceiver {
     /// The largest picture decoded (8K): a forged keyframe header cannot make the decoder allocate more.
     public static let maxPixels = 7680 * 4320
     private var lastPLI: UInt64 = 0
+    /// Where feedback goes: the stream's own host, at the port its Sender Reports come from.
     private var sender = sockaddr_storage()
     private var senderLength: socklen_t = 0
+    /// Where the followed stream's RTP comes from, and where the packet being handled came from.
+    private var streamSource = sockaddr_storage()
+    private var packetSource = sockaddr_storage()
+    /// Feedback bytes allowed per byte of RTP received.
+    static let feedbackBudget: UInt64 = 10
     private let receiverSSRC = UInt32.random(in: 1...UInt32.max)
     /// Called with each decoded picture's frame number (nil when unreadable).
     public var onPicture: ((UInt64?, DecodedPicture) -> Void)?
@@ -127,10 +140,17 @@ public final class RTPReceiver {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(rtcpSocket, frameBuffer, 1500, 0, $0, &length) }
             }
             guard count > 0 else { return }
-            // Feedback goes where the followed stream's Sender Reports come from.
+            // Feedback goes where the followed stream's Sender Reports come
+            // from, and only when they come from the host its RTP comes from:
+            // anyone can forge an SSRC, and a report from elsewhere would
+            // turn this receiver's NACKs on a third party.
             if count >= 28, frameBuffer.load(fromByteOffset: 1, as: UInt8.self) == RTCP.senderReport,
                 let locked = lockedSSRC, UInt32(bigEndian: frameBuffer.loadUnaligned(fromByteOffset: 4, as: UInt32.self)) == locked
             {
+                guard SocketAddress.sameHost(from, streamSource) else {
+                    stats.senderReportsRefused += 1
+                    continue
+                }
                 stats.senderReports += 1
                 sender = from
                 senderLength = length
@@ -140,7 +160,10 @@ public final class RTPReceiver {
 
     private func drainRTP() {
         while true {
-            let count = recv(rtpSocket, receiveBuffer, Self.slotBytes, 0)
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let count = withUnsafeMutablePointer(to: &packetSource) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(rtpSocket, receiveBuffer, Self.slotBytes, 0, $0, &length) }
+            }
             guard count >= 0 else { return }  // drained
             // The smallest VP8 packet is 14 bytes (header, a one-byte descriptor, one byte):
             // GStreamer's packetizer sends such tails. receive(_:) checks each packet's length.
@@ -175,6 +198,8 @@ public final class RTPReceiver {
         }
         lastFromLocked = now
         stats.ssrc = ssrc
+        stats.bytesReceived &+= UInt64(packet.count)
+        streamSource = packetSource
         if let last = lastCompletedTimestamp, Int32(bitPattern: timestamp &- last) <= 0 { return }  // late or resent after completion
         let slot = Int(sequence) % Self.slots
         let length = packet.count - offset
@@ -331,6 +356,11 @@ public final class RTPReceiver {
     /// Sends RTCP to the sender's RTCP address (learned from its Sender Reports).
     private func sendFeedback(_ packet: [UInt8]) -> Bool {
         guard senderLength > 0 else { return false }
+        guard (stats.feedbackBytes + UInt64(packet.count)) * Self.feedbackBudget <= stats.bytesReceived else {
+            stats.feedbackWithheld += 1
+            return false
+        }
+        stats.feedbackBytes += UInt64(packet.count)
         var address = sender
         let sent = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(rtcpSocket, packet, packet.count, 0, $0, senderLength) }

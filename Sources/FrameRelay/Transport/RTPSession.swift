@@ -65,9 +65,17 @@ public final class RTPSession {
         }
         var size: Int32 = 4 << 20
         setsockopt(rtp, SOL_SOCKET, SO_SNDBUF, &size, 4)
-        // Bind RTCP to an ephemeral port so receivers can answer our reports.
+        // Bind RTCP to an ephemeral port so receivers can answer our reports,
+        // on the address the stream leaves from (loopback for a loopback
+        // stream: feedback from other hosts cannot reach it); on every
+        // address only when the destinations are reached from several.
         var local = sockaddr_storage()
         local.ss_family = sa_family_t(family)
+        let sources = options.destinations.map { SocketAddress.local(toward: $0.address, length: $0.length) }
+        if let first = sources.first ?? nil, sources.allSatisfy({ $0.map { SocketAddress.sameHost($0, first) } ?? false }) {
+            local = first
+            withUnsafeMutableBytes(of: &local) { $0.storeBytes(of: UInt16(0), toByteOffset: 2, as: UInt16.self) }
+        }
         let localLength = socklen_t(family == AF_INET6 ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafePointer(to: &local) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(rtcp, $0, localLength) }

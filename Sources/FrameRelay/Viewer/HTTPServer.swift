@@ -4,18 +4,26 @@ import Synchronization
 /// A small HTTP/1.1 server: one thread accepts, one thread serves each
 /// connection (`Connection: close`). Enough for a live viewer, metrics and
 /// snapshots on loopback; not a general web server.
+///
+/// Slow or idle clients cannot lock it up: a request's head must arrive
+/// within ``requestDeadline``, and when every slot is taken a new client
+/// closes the connection that has waited longest for its request. A few
+/// slots past ``maxConnections`` are kept for `/stats.json` and `/metrics`,
+/// so monitoring gets through while viewers fill the rest.
 public final class HTTPServer: @unchecked Sendable {
-    // @unchecked Sendable: `listener` is immutable; the handler is Sendable.
-    public struct Request: Sendable {
-        public var method: String
-        public var path: String
-        public var query: [String: String]
-    }
+    // @unchecked Sendable: `listener` is immutable; the handler is Sendable;
+    // the rest is in Atomic and Mutex.
+    public typealias Request = HTTPRequestHead
 
     /// A connection the handler writes its response to.
     public final class Connection {
         let fd: Int32
-        init(fd: Int32) { self.fd = fd }
+        /// A HEAD request: responses send their headers only.
+        public let isHead: Bool
+        init(fd: Int32, isHead: Bool = false) {
+            self.fd = fd
+            self.isHead = isHead
+        }
 
         /// Writes all of `bytes`; false when the peer is gone.
         @discardableResult
@@ -39,15 +47,16 @@ public final class HTTPServer: @unchecked Sendable {
         @discardableResult
         public func write(_ bytes: [UInt8]) -> Bool { bytes.withUnsafeBytes { write($0) } }
 
-        /// Sends a complete response with a body.
-        public func respond(status: String = "200 OK", contentType: String, body: [UInt8]) {
-            write("HTTP/1.1 \(status)\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.count)\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n")
-            write(body)
+        /// Sends a complete response with a body (its headers only, for HEAD).
+        public func respond(status: String = "200 OK", contentType: String, body: [UInt8], extraHeaders: String = "") {
+            write("HTTP/1.1 \(status)\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.count)\r\nCache-Control: no-store\r\n\(extraHeaders)Connection: close\r\n\r\n")
+            if !isHead { write(body) }
         }
 
-        /// Starts a response whose body runs until the connection closes.
+        /// Starts a response whose body runs until the connection closes;
+        /// false when there is no body to send (the peer is gone, or HEAD).
         public func startStream(contentType: String) -> Bool {
-            write("HTTP/1.1 200 OK\r\nContent-Type: \(contentType)\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n")
+            write("HTTP/1.1 200 OK\r\nContent-Type: \(contentType)\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n") && !isHead
         }
     }
 
@@ -55,10 +64,16 @@ public final class HTTPServer: @unchecked Sendable {
     public let port: Int
     private let listener: Int32
     private let handler: @Sendable (Request, Connection) -> Void
-    /// Connections being served now; past ``maxConnections`` a client gets 503 at once.
+    /// Connections being served now.
     private let active = Atomic<Int>(0)
+    /// Connections still reading their request: descriptor → when accepted.
+    private let reading = Mutex<[Int32: UInt64]>([:])
     public static let maxConnections = 128
-
+    /// Slots past ``maxConnections`` that only `/stats.json` and `/metrics` may use.
+    public static let reservedConnections = 4
+    static let reservedPaths: Set<String> = ["/stats.json", "/metrics"]
+    /// The most time a client has to send its request's head.
+    public static let requestDeadline: UInt64 = 5_000_000_000
     /// Binds `address:port` (loopback unless told otherwise); throws a
     /// ``UsageError`` naming the address when it is taken or invalid.
     public init(address: String, port: Int, handler: @escaping @Sendable (Request, Connection) -> Void) throws {
@@ -97,16 +112,18 @@ public final class HTTPServer: @unchecked Sendable {
                     default: return
                     }
                 }
-                guard active.add(1, ordering: .relaxed).newValue <= Self.maxConnections,
+                // Full: the connection that has waited longest for its request makes way (its thread ends it at once).
+                let full = active.load(ordering: .relaxed) >= Self.maxConnections + Self.reservedConnections
+                let madeWay = full && evictSlowestReader()
+                reading.withLock { $0[client] = MonotonicClock.now() }
+                guard active.add(1, ordering: .relaxed).newValue <= Self.maxConnections + Self.reservedConnections || madeWay,
                     startDetachedThread({ [self] in
                         serve(client)
                         active.subtract(1, ordering: .relaxed)
                     })
                 else {
-                    // Answered on the accept thread: the send cannot block (the socket buffer is empty).
-                    var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
-                    setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-                    Connection(fd: client).respond(status: "503 Service Unavailable", contentType: "text/plain", body: Array("too many connections\n".utf8))
+                    stopReading(client)
+                    refuse(client, "503 Service Unavailable", "too many connections")
                     close(client)
                     active.subtract(1, ordering: .relaxed)
                     continue
@@ -115,45 +132,93 @@ public final class HTTPServer: @unchecked Sendable {
         }
     }
 
+    /// Answers and shuts a connection that will not be served; the send
+    /// cannot block long (a short send timeout, an empty socket buffer).
+    private func refuse(_ fd: Int32, _ status: String, _ text: String, extraHeaders: String = "") {
+        var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        Connection(fd: fd).respond(status: status, contentType: "text/plain", body: Array((text + "\n").utf8), extraHeaders: extraHeaders)
+    }
+
+    private func stopReading(_ fd: Int32) {
+        _ = reading.withLock { $0.removeValue(forKey: fd) }
+    }
+
+    /// Makes room: shuts the connection that has waited longest for its
+    /// request (its thread then closes it). Under the lock, so the
+    /// descriptor cannot be closed and reused meanwhile.
+    @discardableResult
+    private func evictSlowestReader() -> Bool {
+        reading.withLock { readers in
+            guard let oldest = readers.min(by: { $0.value < $1.value })?.key else { return false }
+            readers.removeValue(forKey: oldest)
+            shutdown(oldest, Int32(SHUT_RDWR))
+            return true
+        }
+    }
+
     private func serve(_ fd: Int32) {
+        let parse = readHead(fd)
+        // Off the reading list before the descriptor can be closed (an evicted one is off it already).
+        stopReading(fd)
         defer { close(fd) }
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        switch parse {
+        case .incomplete:
+            return  // the client went away, was too slow, or was evicted
+        case .refused(let status):
+            refuse(fd, status, status)
+            drainBeforeClosing(fd)
+        case .request(let request):
+            guard request.method == "GET" || request.method == "HEAD" else {
+                refuse(fd, "405 Method Not Allowed", "only GET and HEAD", extraHeaders: "Allow: GET, HEAD\r\n")
+                drainBeforeClosing(fd)
+                return
+            }
+            // Past the viewers' slots: monitoring is served; anyone else only if an idle connection makes way.
+            guard active.load(ordering: .relaxed) <= Self.maxConnections || Self.reservedPaths.contains(request.path) || evictSlowestReader() else {
+                refuse(fd, "503 Service Unavailable", "too many connections")
+                return
+            }
+            handler(request, Connection(fd: fd, isHead: request.method == "HEAD"))
+        }
+    }
+
+    /// Ends our side and reads what the client still sends (a body, the
+    /// rest of oversized headers) for a moment: closing with unread bytes
+    /// would reset the connection before the client read our answer.
+    private func drainBeforeClosing(_ fd: Int32) {
+        shutdown(fd, Int32(SHUT_WR))
+        let deadline = MonotonicClock.now() &+ 1_000_000_000
+        var buffer = [UInt8](repeating: 0, count: 16_384)
+        var drained = 0
+        while drained < 1 << 20, MonotonicClock.now() < deadline {
+            var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&ready, 1, 100) > 0 else { continue }
+            let n = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+            if n < 0, errno == EINTR || errno == EAGAIN { continue }
+            guard n > 0 else { return }
+            drained += n
+        }
+    }
+
+    /// Reads until the request's head is complete, refused, or its deadline passes.
+    private func readHead(_ fd: Int32) -> HTTPRequestHead.Parse {
+        let deadline = MonotonicClock.now() &+ Self.requestDeadline
         var request = [UInt8]()
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while request.count < 16_384 {
-            let n = recv(fd, &buffer, buffer.count, 0)
-            guard n > 0 else { return }
+        while true {
+            let now = MonotonicClock.now()
+            guard now < deadline else { return .incomplete }
+            var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let polled = poll(&ready, 1, Int32((deadline - now) / 1_000_000) + 1)
+            if polled < 0, errno == EINTR { continue }
+            guard polled > 0 else { return .incomplete }
+            let n = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+            if n < 0, errno == EINTR || errno == EAGAIN { continue }
+            guard n > 0 else { return .incomplete }
             request += buffer[..<n]
-            if request.count >= 4, request.suffix(from: max(0, request.count - n - 3)).windowsContain([13, 10, 13, 10]) { break }
+            let parse = HTTPRequestHead.parse(request[...])
+            if parse != .incomplete { return parse }
         }
-        let line = String(decoding: request.prefix { $0 != 13 && $0 != 10 }, as: UTF8.self).split(separator: " ")
-        let connection = Connection(fd: fd)
-        guard line.count >= 2 else {
-            connection.respond(status: "400 Bad Request", contentType: "text/plain", body: Array("bad request\n".utf8))
-            return
-        }
-        let target = String(line[1])
-        let parts = target.split(separator: "?", maxSplits: 1)
-        var query: [String: String] = [:]
-        if parts.count == 2 {
-            for pair in parts[1].split(separator: "&") {
-                let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                query[String(kv[0])] = kv.count == 2 ? String(kv[1]) : ""
-            }
-        }
-        handler(Request(method: String(line[0]), path: String(parts.first ?? "/"), query: query), connection)
-    }
-}
-
-extension ArraySlice where Element == UInt8 {
-    func windowsContain(_ pattern: [UInt8]) -> Bool {
-        guard count >= pattern.count else { return false }
-        var index = startIndex
-        while index + pattern.count <= endIndex {
-            if self[index..<(index + pattern.count)].elementsEqual(pattern) { return true }
-            index += 1
-        }
-        return false
     }
 }

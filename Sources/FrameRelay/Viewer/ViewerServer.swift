@@ -74,6 +74,10 @@ public final class ViewerServer: Sendable {
 
     /// A live IVF: the file header, then every frame from a fresh keyframe on.
     private static func streamIVF(_ share: Share, _ connection: HTTPServer.Connection) {
+        if connection.isHead {
+            _ = connection.startStream(contentType: "video/x-ivf")
+            return
+        }
         share.broadcast.keyframeWanted.store(true, ordering: .relaxed)
         guard let first = waitForKeyframe(share.broadcast, after: share.broadcast.count) else {
             connection.respond(status: "503 Service Unavailable", contentType: "text/plain", body: Array("no stream yet\n".utf8))

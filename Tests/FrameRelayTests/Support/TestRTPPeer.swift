@@ -75,8 +75,8 @@ final class TestRTPPeer {
         _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(rtcp, packet, packet.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
     }
 
-    /// Picture Loss Indication (RFC 4585, PT 206 FMT 1).
-    func sendPLI() { send([0x81, 206, 0, 2] + bigEndianBytes(0x1234_5678) + bigEndianBytes(mediaSSRC)) }
+    /// Picture Loss Indication (RFC 4585, PT 206 FMT 1) for the stream heard, or for `media`.
+    func sendPLI(media: UInt32? = nil) { send([0x81, 206, 0, 2] + bigEndianBytes(0x1234_5678) + bigEndianBytes(media ?? mediaSSRC)) }
 
     /// A Generic NACK (RFC 4585, PT 205 FMT 1) as large as a packet gets:
     /// `entries` times "`first` and the 16 after it", 17 packets asked for
@@ -108,17 +108,25 @@ func freePortPair() -> Int {
     20_000 + 2 * Int.random(in: 0..<6_000)
 }
 
+/// The local addresses (hex, as /proc/net/udp and udp6 write them) of UDP sockets bound to `port`.
+func udpLocalAddresses(port: Int) -> [String] {
+    ["/proc/net/udp", "/proc/net/udp6"].flatMap { table in
+        // After the heading, each line is "sl: ADDR:PORT REMOTE …" with the local port in hex.
+        ((try? String(contentsOfFile: table, encoding: .utf8)) ?? "").split(separator: "\n").dropFirst().compactMap { line -> String? in
+            guard let local = line.split(separator: " ").dropFirst().first?.split(separator: ":"), local.count == 2,
+                Int(local[1], radix: 16) == port
+            else { return nil }
+            return String(local[0])
+        }
+    }
+}
+
 /// Waits until some process has a UDP socket bound to `port` (a receiver we
 /// spawned is ready once it has), at most `timeout` seconds.
 func waitUntilUDPPortIsBound(_ port: Int, timeout: Double = 15) -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {
-        for table in ["/proc/net/udp", "/proc/net/udp6"] {
-            // After the heading, each line is "sl: ADDR:PORT REMOTE …" with the local port in hex.
-            let lines = ((try? String(contentsOfFile: table, encoding: .utf8)) ?? "").split(separator: "\n").dropFirst()
-            let ports = lines.compactMap { line in line.split(separator: " ").dropFirst().first?.split(separator: ":").last.flatMap { Int($0, radix: 16) } }
-            if ports.contains(port) { return true }
-        }
+        if !udpLocalAddresses(port: port).isEmpty { return true }
         usleep(20_000)
     }
     return false

@@ -71,7 +71,7 @@ func hostSettings(_ parser: OptionParser) throws -> HostSettings {
     var options = ShareReceiver.Options()
     options.verifyChecksums = parser.flag("verify")
     options.workNanoseconds = UInt64((try parser.double("work-ms", in: 0...10_000) ?? 0) * 1e6)
-    options.maxFrameRate = try parser.int("max-fps", in: 1...1000)
+    options.maxFrameRate = try parser.int("max-fps", in: 1...RingLayout.maxRequestedFrameRate)
     options.stopAfter = try parser.int("stop-after", in: 1...Int.max).map(UInt64.init)
     var encoding: [EncodePipeline.Options]?
     if !parser.flag("no-encode") {

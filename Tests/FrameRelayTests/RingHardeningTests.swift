@@ -165,6 +165,105 @@ import Testing
         #expect(stats.events.count <= ShareStats.historyLimit)
     }
 
+    /// 10,000 random mutations of a live ring over about ten seconds: the
+    /// segment truncated and grown, header words and slot bytes rewritten,
+    /// "finished" forged, the name unlinked. Both sides live through it and
+    /// frames flow again once it stops. (The host → producer controls, stop
+    /// and maximum frame rate, are left alone: anyone who can write the
+    /// ring may stop or slow a broadcast, by design.)
+    @Test func tenThousandRandomMutationsUnderALiveHostAndProducer() throws {
+        let group = uniqueGroup("mutate")
+        let dir = Paths.temporaryDirectory()
+        let hostReport = dir.appendingPathComponent("host.json").path, producerReport = dir.appendingPathComponent("producer.json").path
+        let port = freePortPair()
+        let h = host([group], ["--http", "\(port)", "--verify", "--report", hostReport, "--quiet"])
+        let p = producer(group, ["--size", "160x120", "--fps", "60", "--duration", "120", "--checksum", "--report", producerReport])
+        let name = group.sharedMemoryName
+        func stats() throws -> ShareStats? {
+            let result = run("/usr/bin/curl", ["-s", "-f", "-m", "5", "http://127.0.0.1:\(port)/stats.json"])
+            return try JSONDecoder().decode([ShareStats].self, from: Data(result.stdout.utf8)).first
+        }
+        let started = MonotonicClock.now()
+        while (try? stats())?.taken ?? 0 < 10, MonotonicClock.now() - started < 20_000_000_000 { usleep(50_000) }
+
+        let words = [
+            RingLayout.magicOffset, RingLayout.versionOffset, RingLayout.headerSizeOffset, RingLayout.slotCountOffset,
+            RingLayout.slotCapacityOffset, RingLayout.slotStrideOffset, RingLayout.segmentSizeOffset, RingLayout.appGroupLengthOffset,
+            RingLayout.appGroupOffset, RingLayout.producerPidOffset, RingLayout.lifecycleOffset, RingLayout.lifecycleSeqOffset,
+            RingLayout.slotStateOffset, RingLayout.framesWrittenOffset, RingLayout.framesDroppedOffset, RingLayout.hostPidOffset,
+            RingLayout.framesTakenOffset, RingLayout.framesInvalidOffset, RingLayout.setupInfoLengthOffset,
+        ]
+        let wideWords = [
+            RingLayout.magicOffset, RingLayout.slotCapacityOffset, RingLayout.slotStrideOffset, RingLayout.segmentSizeOffset,
+            RingLayout.createdAtOffset, RingLayout.framesWrittenOffset, RingLayout.framesDroppedOffset, RingLayout.framesTakenOffset,
+            RingLayout.framesInvalidOffset,
+        ]
+        var generator = SystemRandomNumberGenerator()
+        var fd: Int32 = -1
+        var size = 0
+        var mutations = 0, truncations = 0, unlinks = 0
+        defer { if fd >= 0 { close(fd) } }
+        while mutations < 10_000, p.process.isRunning, h.process.isRunning, MonotonicClock.now() - started < 90_000_000_000 {
+            // Follow the name: the producer replaces a ring it finds damaged.
+            var named = stat(), opened = stat()
+            if stat("/dev/shm" + name, &named) != 0 { usleep(1000); continue }
+            if fd < 0 || fstat(fd, &opened) != 0 || opened.st_ino != named.st_ino {
+                if fd >= 0 { close(fd) }
+                fd = shm_open(name, O_RDWR, 0)
+                guard fd >= 0 else { continue }
+            }
+            size = Int(named.st_size)
+            guard size > 0 else { usleep(1000); continue }
+            func put<T: FixedWidthInteger>(_ value: T, at offset: Int) {
+                var value = value
+                _ = pwrite(fd, &value, MemoryLayout<T>.size, off_t(offset))
+            }
+            switch Int.random(in: 0..<100, using: &generator) {
+            case 0..<10:
+                let sizes = [0, 100, 4096, 4095, size / 2, size - 1, size + 4096, size, size]
+                ftruncate(fd, off_t(sizes.randomElement(using: &generator)!))
+                truncations += 1
+            case 10..<45:
+                put(UInt32.random(in: 0...UInt32.max, using: &generator), at: words.randomElement(using: &generator)!)
+            case 45..<55:
+                put(UInt64.random(in: 0...UInt64.max, using: &generator), at: wideWords.randomElement(using: &generator)!)
+            case 55..<60:
+                put(UInt32(ProducerState.finished.rawValue), at: RingLayout.lifecycleOffset)
+                put(UInt32.random(in: 0...UInt32.max, using: &generator), at: RingLayout.lifecycleSeqOffset)
+            case 60..<99:
+                // Slot bytes: metadata fields and payload.
+                let stride = (size - RingLayout.headerSize) / 3
+                guard stride > FrameMetadata.byteCount else { continue }
+                let slot = RingLayout.headerSize + Int.random(in: 0..<3, using: &generator) * stride
+                let offset = slot + (Bool.random(using: &generator) ? Int.random(in: 0..<FrameMetadata.byteCount, using: &generator) & ~3 : Int.random(in: 0..<stride, using: &generator))
+                put(UInt32.random(in: 0...UInt32.max, using: &generator), at: offset)
+            default:
+                shm_unlink(name)
+                unlinks += 1
+            }
+            mutations += 1
+            if mutations % 2 == 0 { usleep(1000) }
+        }
+        let mutated = Double(MonotonicClock.now() - started) / 1e9
+        try #require(h.process.isRunning, "the host died under the mutations: \(h.stderr.suffix(500))")
+        try #require(p.process.isRunning, "the producer died under the mutations (after \(mutations)): \(p.wait()) \(p.stderr.suffix(1500))")
+        #expect(mutations == 10_000, "\(p.stderr.suffix(3000))")
+        // Frames flow again once the mutations stop.
+        usleep(1_000_000)
+        let before = try #require(try stats())
+        usleep(1_000_000)
+        let after = try #require(try stats())
+        #expect(after.taken >= before.taken + 30, "\(after.taken - before.taken) frames in the second after the mutations")
+        p.signal(SIGTERM)
+        h.signal(SIGTERM)
+        #expect(p.wait() == 0)
+        #expect(h.wait() == 0)
+        #expect(!segmentExists(group))
+        let share = try #require(try readShareStats(hostReport).first)
+        let produced = try #require(try readJSON(producerReport) as? [String: Any])
+        print("mutations: \(mutations) in \(Int(mutated)) s (\(truncations) truncations, \(unlinks) unlinks); producer made \(produced["ringsRecreated"] ?? "?") fresh rings; host took \(share.taken) frames, skipped \(share.invalid) invalid, lost \(share.ringsLost) rings, attached \(share.producerAttaches) times")
+    }
+
     @Test func malformedJPEGFramesAreCountedAndTheOtherShareGoesOn() throws {
         let bad = uniqueGroup("jpeg"), good = uniqueGroup("jpegok")
         let report = Paths.temporaryDirectory().appendingPathComponent("host.json").path

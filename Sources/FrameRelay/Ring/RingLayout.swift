@@ -32,6 +32,8 @@ public enum RingLayout {
     public static let headerSize = 4096
     public static let slotCount = 3
     public static let maxSetupInfoBytes = 2048
+    /// The highest frame rate a host may ask a producer for (`maxFrameRate`).
+    public static let maxRequestedFrameRate = 1000
 
     public static let magicOffset = 0
     public static let versionOffset = 8

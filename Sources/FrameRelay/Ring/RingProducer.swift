@@ -199,6 +199,11 @@ public final class RingProducer {
         if lifecycle != announced.rawValue { return "lifecycle \(lifecycle), announced \(announced.rawValue)" }
         let state = SlotState(raw: header.slotState.pointee.load(ordering: .relaxed))
         if !state.isValid || state.producerSlot != producerSlot { return "slot state \(hex(state.raw))" }
+        // The host writes 1 to ask for a stop; any other value is damage, not a request.
+        let stop = header.stopRequested.pointee.load(ordering: .relaxed)
+        if stop > 1 { return "stop word \(hex(stop))" }
+        let rate = header.maxFrameRate.pointee.load(ordering: .relaxed)
+        if rate > RingLayout.maxRequestedFrameRate { return "frame rate word \(rate)" }
         let now = MonotonicClock.now()
         guard now >= nextFullCheck else { return nil }
         nextFullCheck = now &+ 100_000_000
@@ -239,7 +244,7 @@ public final class RingProducer {
     }
 
     /// Whether the host asked this producer to stop.
-    public var stopRequested: Bool { header.stopRequested.pointee.load(ordering: .acquiring) != 0 }
+    public var stopRequested: Bool { header.stopRequested.pointee.load(ordering: .acquiring) == 1 }
 
     /// The frame rate the host asked for, if it asked.
     public var requestedMaxFrameRate: Int? {

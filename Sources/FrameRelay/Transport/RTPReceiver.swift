@@ -171,7 +171,7 @@ public final class RTPReceiver {
         }
     }
 
-    private func receive(_ packet: UnsafeRawBufferPointer) {
+    func receive(_ packet: UnsafeRawBufferPointer) {
         guard packet[0] >> 6 == 2 else { return }
         stats.packets += 1
         let csrcs = Int(packet[0] & 0x0F)

@@ -20,6 +20,9 @@ struct HostSettings {
     /// One stream's options per group; nil when not streaming.
     var streaming: [RTPSession.Options]? = nil
     var sdpPaths: [String] = []
+    /// Janus servers to stream into (shares dealt across them in order), and the mountpoints' secret.
+    var janus: [JanusStreaming] = []
+    var janusSecret: String? = nil
     var tracePath: String? = nil
     /// Where the viewer listens, if anywhere.
     var http: (address: String, port: Int)? = nil
@@ -55,11 +58,14 @@ func declareHostOptions(_ parser: inout OptionParser) {
     parser.option("rtp", "HOST:PORT", repeatable: true, help: "Stream RTP (VP8, RFC 7741) here, RTCP to PORT+1; share N uses PORT+2N.")
     parser.option("sdp", "FILE", repeatable: true, help: "Write the SDP that receivers open (one per --app-group, for the first --rtp).")
     parser.option("packet-size", "BYTES", default: "1200", help: "Largest RTP packet.")
+    parser.option("janus", "URL", repeatable: true, help: "Stream each share into a mountpoint of this Janus (its HTTP API, http://HOST:8088/janus); shares are dealt across several in order.")
+    parser.option("janus-admin-key", "KEY", help: "The streaming plugin's admin_key, where Janus has one.")
+    parser.option("janus-secret", "SECRET", help: "Secret of the mountpoints this host creates (needed again to take them back or destroy them).")
     parser.option("http", "[ADDRESS:]PORT", help: "Serve the live viewer, /stream.ivf, /metrics, /stats.json, /snapshot.jpg (loopback unless an address is given).")
 }
 
 /// The host options that only mean something when encoding.
-let encodingOptions = ["bitrate", "frame-rate", "keyframe-interval", "speed", "threads", "screen-content-mode", "max-size", "record", "rtp", "sdp", "packet-size", "http"]
+let encodingOptions = ["bitrate", "frame-rate", "keyframe-interval", "speed", "threads", "screen-content-mode", "max-size", "record", "rtp", "sdp", "packet-size", "http", "janus"]
 
 func hostSettings(_ parser: OptionParser) throws -> HostSettings {
     var groups: [AppGroup] = []
@@ -103,8 +109,13 @@ func hostSettings(_ parser: OptionParser) throws -> HostSettings {
     for destination in destinations where destination.port + 2 * (groups.count - 1) + 1 > 65535 {
         throw UsageError("--rtp \(destination): \(groups.count) shares need ports \(destination.port)...\(destination.port + 2 * groups.count - 1), past 65535")
     }
-    if destinations.isEmpty, parser.given("packet-size") { throw UsageError("--packet-size needs --rtp HOST:PORT") }
-    if !destinations.isEmpty {
+    let janus = try parser.strings("janus").map { text in
+        guard let url = HTTPClient.URL(text) else { throw UsageError("invalid --janus \"\(text)\": expected Janus's HTTP API, such as http://127.0.0.1:8088/janus") }
+        return JanusStreaming(url: url, adminKey: parser.string("janus-admin-key"))
+    }
+    if janus.isEmpty, let option = ["janus-admin-key", "janus-secret"].first(where: parser.given) { throw UsageError("--\(option) needs --janus URL") }
+    if destinations.isEmpty, janus.isEmpty, parser.given("packet-size") { throw UsageError("--packet-size needs --rtp HOST:PORT or --janus URL") }
+    if !destinations.isEmpty || !janus.isEmpty {
         let packetSize = try parser.int("packet-size", in: 64...9000)!
         streaming = groups.indices.map { index in
             var options = RTPSession.Options()
@@ -124,6 +135,8 @@ func hostSettings(_ parser: OptionParser) throws -> HostSettings {
         statsPath: parser.string("report"), quiet: parser.flag("quiet"))
     settings.streaming = streaming
     settings.sdpPaths = sdpPaths
+    settings.janus = janus
+    settings.janusSecret = parser.string("janus-secret")
     settings.tracePath = parser.string("trace")
     settings.http = try parser.string("http").map(parseListenAddress)
     try checkOutputs(parser, ["report", "trace", "record", "sdp"])
@@ -138,8 +151,20 @@ func runHost(
     let stop = Atomic<Bool>(false)
     let failure = Mutex<String?>(nil)
     let quiet = s.quiet
-    let receivers = s.groups.map { group in
-        ShareReceiver(appGroup: group, options: s.options, trace: s.tracePath != nil, log: { message in if !quiet { log(message) } })
+    // Janus first: each share's mountpoint says where its RTP goes.
+    let mountpoints = try openMountpoints(s)
+    var streaming = s.streaming
+    for (index, mountpoint) in mountpoints.enumerated() {
+        streaming?[index].destinations.append(try Destination("\(mountpoint.host.contains(":") ? "[\(mountpoint.host)]" : mountpoint.host):\(mountpoint.rtpPort)"))
+        if !quiet {
+            log("\(s.groups[index]): Janus mountpoint \(mountpoint.id) on \(mountpoint.janus)" + (mountpoint.reclaimed ? " (taken back from an earlier host)" : "") + ", RTP to port \(mountpoint.rtpPort)")
+        }
+    }
+    defer { closeMountpoints(mountpoints, s) }
+    let receivers = s.groups.indices.map { index in
+        var options = s.options
+        options.janus = mountpoints.indices.contains(index) ? mountpoints[index] : nil
+        return ShareReceiver(appGroup: s.groups[index], options: options, trace: s.tracePath != nil, log: { message in if !quiet { log(message) } })
     }
     let traceFile = try s.tracePath.map { FileHandle(fileDescriptor: try OutputFile.open($0), closeOnDealloc: true) }
     /// Appends every pending per-frame record as a JSON line (off the frame path).
@@ -153,7 +178,7 @@ func runHost(
     }
     // Pipelines first: bad settings and unwritable recordings fail before any frame.
     let pipelines = try s.encoding.map { try $0.map { try EncodePipeline(options: $0) } }
-    let transports = try s.streaming.map { try $0.map { try RTPSession(options: $0) } }
+    let transports = try streaming.map { try $0.map { try RTPSession(options: $0) } }
     for (index, path) in s.sdpPaths.enumerated() {
         guard let session = transports?[index] else { break }
         try OutputFile.write(session.sdp(for: session.options.destinations[0]), to: path)
@@ -230,6 +255,33 @@ func runHost(
         return 1
     }
     return 0
+}
+
+/// Each share's Janus mountpoint (none without --janus); on an error from
+/// any Janus, the ones already opened are destroyed before it is thrown.
+func openMountpoints(_ s: HostSettings) throws -> [JanusMountpoint] {
+    guard !s.janus.isEmpty else { return [] }
+    var opened: [JanusMountpoint] = []
+    do {
+        for (index, group) in s.groups.enumerated() {
+            opened.append(try s.janus[index % s.janus.count].openMountpoint(for: group, secret: s.janusSecret))
+        }
+    } catch {
+        closeMountpoints(opened, s)
+        throw error
+    }
+    return opened
+}
+
+/// Destroys the mountpoints this host opened; a Janus that is gone is said once each.
+func closeMountpoints(_ mountpoints: [JanusMountpoint], _ s: HostSettings) {
+    for (index, mountpoint) in mountpoints.enumerated() {
+        do {
+            try s.janus[index % s.janus.count].destroy(mountpoint, secret: s.janusSecret)
+        } catch {
+            log("\(mountpoint.name): could not destroy Janus mountpoint \(mountpoint.id): \(error)")
+        }
+    }
 }
 
 /// Checks every output file the options name (see ``OutputFile/check(_:option:)``),

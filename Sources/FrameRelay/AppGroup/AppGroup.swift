@@ -37,12 +37,17 @@ public struct AppGroup: Hashable, Sendable, CustomStringConvertible {
     /// has no leading slash).
     public static let sharedMemoryPrefix = "/fr-"
 
-    var hexHash: String {
+    /// The name's 64-bit FNV-1a hash: the same on every platform and run.
+    var hash: UInt64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in name.utf8 {
             hash ^= UInt64(byte)
             hash &*= 0x100_0000_01b3
         }
+        return hash
+    }
+
+    var hexHash: String {
         let hex = String(hash, radix: 16)
         return String(repeating: "0", count: 16 - hex.count) + hex
     }

@@ -39,6 +39,8 @@ public final class ShareReceiver: @unchecked Sendable {
         public var stopAfter: UInt64?
         /// Ask the producer for at most this frame rate.
         public var maxFrameRate: Int?
+        /// The Janus mountpoint the share streams into, for its statistics.
+        public var janus: JanusMountpoint?
         public init() {}
     }
 
@@ -52,6 +54,7 @@ public final class ShareReceiver: @unchecked Sendable {
         self.trace = trace ? FrameTraceRing() : nil
         self.host = RingHost(appGroup: appGroup, verifyChecksums: options.verifyChecksums)
         self.stats = ShareStats(appGroup: appGroup.name)
+        stats.janus = options.janus
         self.published = Mutex(stats)
         self.log = log
     }

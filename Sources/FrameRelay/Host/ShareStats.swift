@@ -30,6 +30,8 @@ public struct ShareStats: Sendable, Codable {
     public var encoded: EncodeStats?
     /// The RTP stream's figures, when the host streams.
     public var transport: TransportStats?
+    /// The Janus mountpoint the share streams into (`--janus`).
+    public var janus: JanusMountpoint?
     /// The latest lifecycle and connection events (at most ``historyLimit``) with their CLOCK_MONOTONIC time (ns).
     public var events: [ShareEvent] = []
     /// Events no longer in ``events``.

@@ -7,8 +7,13 @@ import Testing
 enum Paths {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
+    /// The executables under test: the debug build's, or those in
+    /// `FRAME_RELAY_BIN_DIR` (scripts/sanitize points it at a sanitized build).
     static func executable(_ name: String) -> String {
-        root.appendingPathComponent(".build/debug/\(name)").path
+        if let directory = ProcessInfo.processInfo.environment["FRAME_RELAY_BIN_DIR"] {
+            return URL(fileURLWithPath: directory, relativeTo: root).appendingPathComponent(name).path
+        }
+        return root.appendingPathComponent(".build/debug/\(name)").path
     }
     static let clipXZ = root.deletingLastPathComponent().appendingPathComponent("shared/clips/desktop-720p30.y4m.xz").path
 

@@ -1,0 +1,121 @@
+@preconcurrency import Glibc
+import Foundation
+
+/// A minimal HTTP/1.1 client for the few APIs the host talks to (Janus, a
+/// child host's viewer): one request per connection, `Connection: close`,
+/// a deadline for the whole exchange. Not a general client: no TLS, no
+/// redirects, no keep-alive.
+public enum HTTPClient {
+    /// An `http://HOST[:PORT]/PATH` address.
+    public struct URL: Sendable, Equatable, CustomStringConvertible {
+        public var host: String
+        public var port: Int
+        public var path: String
+
+        /// Parses `text`; nil unless it is a plain `http://` URL.
+        public init?(_ text: String) {
+            guard text.hasPrefix("http://") else { return nil }
+            let rest = text.dropFirst("http://".count)
+            let authority = rest.prefix { $0 != "/" }
+            path = rest.count > authority.count ? String(rest.dropFirst(authority.count)) : "/"
+            if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") {
+                host = String(authority[authority.index(after: authority.startIndex)..<close])
+                let tail = authority[authority.index(after: close)...]
+                guard tail.isEmpty || tail.hasPrefix(":") else { return nil }
+                port = tail.isEmpty ? 80 : Int(tail.dropFirst()) ?? -1
+            } else if let colon = authority.lastIndex(of: ":") {
+                host = String(authority[..<colon])
+                port = Int(authority[authority.index(after: colon)...]) ?? -1
+            } else {
+                host = String(authority)
+                port = 80
+            }
+            guard !host.isEmpty, (1...65535).contains(port) else { return nil }
+        }
+
+        public var description: String { "http://\(host.contains(":") ? "[\(host)]" : host):\(port)\(path)" }
+
+        /// The same server, another path.
+        public func with(path: String) -> URL {
+            var url = self
+            url.path = path
+            return url
+        }
+    }
+
+    /// What came back: the status code and the body.
+    public struct Response: Sendable {
+        public var status: Int
+        public var body: [UInt8]
+    }
+
+    /// Why a request got no response.
+    public struct Failure: Error, CustomStringConvertible {
+        public var url: String
+        public var reason: String
+        public var description: String { "\(url): \(reason)" }
+    }
+
+    /// Sends `method path` with `body` (JSON when given) and reads the response within `timeout` seconds.
+    public static func request(_ method: String, _ url: URL, body: [UInt8]? = nil, timeout: Double = 5) throws(Failure) -> Response {
+        func fail(_ reason: String) -> Failure { Failure(url: url.description, reason: reason) }
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var found: UnsafeMutablePointer<addrinfo>?
+        let resolved = getaddrinfo(url.host, String(url.port), &hints, &found)
+        guard resolved == 0, let info = found else { throw fail("cannot resolve \(url.host): \(String(cString: gai_strerror(resolved)))") }
+        defer { freeaddrinfo(found) }
+        let fd = socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw fail("socket: \(SystemError.errorName(errno))") }
+        defer { close(fd) }
+        var limit = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - timeout.rounded(.down)) * 1e6))
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        guard connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 else {
+            throw fail("cannot connect: \(SystemError.errorName(errno))")
+        }
+        var head = "\(method) \(url.path) HTTP/1.1\r\nHost: \(url.host):\(url.port)\r\nConnection: close\r\n"
+        if let body { head += "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n" }
+        let request = Array((head + "\r\n").utf8) + (body ?? [])
+        var sent = 0
+        while sent < request.count {
+            let n = request[sent...].withUnsafeBytes { send(fd, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { throw fail("send: \(SystemError.errorName(errno))") }
+            sent += n
+        }
+        var response = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while response.count < 64 << 20 {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n < 0, errno == EINTR { continue }
+            if n < 0 { throw fail(errno == EAGAIN ? "no answer within \(timeout) s" : "recv: \(SystemError.errorName(errno))") }
+            if n == 0 { break }
+            response += buffer[..<n]
+        }
+        guard let end = response.firstRange(of: Array("\r\n\r\n".utf8)) else { throw fail("not an HTTP response") }
+        let statusLine = String(decoding: response[..<end.lowerBound].prefix { $0 != 13 }, as: UTF8.self).split(separator: " ")
+        guard statusLine.count >= 2, statusLine[0].hasPrefix("HTTP/1."), let status = Int(statusLine[1]) else { throw fail("not an HTTP response") }
+        let headers = String(decoding: response[..<end.lowerBound], as: UTF8.self).lowercased()
+        let body = response[end.upperBound...]
+        guard headers.contains("transfer-encoding: chunked") else { return Response(status: status, body: Array(body)) }
+        guard let decoded = dechunk(body) else { throw fail("malformed chunked body") }
+        return Response(status: status, body: decoded)
+    }
+
+    /// The body of a `Transfer-Encoding: chunked` response, or nil if it is malformed.
+    static func dechunk(_ bytes: ArraySlice<UInt8>) -> [UInt8]? {
+        var body: [UInt8] = []
+        var index = bytes.startIndex
+        while let lineEnd = bytes[index...].firstRange(of: [13, 10]) {
+            let sizeText = String(decoding: bytes[index..<lineEnd.lowerBound].prefix { $0 != UInt8(ascii: ";") }, as: UTF8.self)
+            guard let size = Int(sizeText.trimmingCharacters(in: .whitespaces), radix: 16), size >= 0 else { return nil }
+            if size == 0 { return body }
+            let start = lineEnd.upperBound
+            guard start + size + 2 <= bytes.endIndex else { return nil }
+            body += bytes[start..<(start + size)]
+            index = start + size + 2
+        }
+        return nil
+    }
+}

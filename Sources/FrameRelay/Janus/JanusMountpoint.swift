@@ -1,0 +1,63 @@
+/// One share's streaming mountpoint on a Janus server: where the share's
+/// RTP goes, and what a WebRTC viewer asks Janus to watch.
+public struct JanusMountpoint: Sendable, Codable, Equatable {
+    /// The Janus HTTP API it lives on.
+    public var janus: String
+    public var id: UInt64
+    /// The App Group it carries.
+    public var name: String
+    /// Where Janus takes the share's RTP and RTCP (the RTCP port is the next one).
+    public var host: String
+    public var rtpPort: Int
+    /// Taken back from an earlier host of the same App Group that did not destroy it (a `kill -9`).
+    public var reclaimed: Bool
+
+    /// The mountpoint id of an App Group: the same for every host of it,
+    /// and below 2^53 so that a browser's JavaScript holds it exactly.
+    public static func id(for appGroup: AppGroup) -> UInt64 { appGroup.hash >> 12 | 1 }
+}
+
+extension JanusStreaming {
+    /// Creates the App Group's mountpoint (VP8, payload type 96, with an
+    /// RTCP port so that Janus's PLIs reach the host), or takes back the one
+    /// an earlier host of the same App Group left, with the same ports, so
+    /// that viewers already watching keep watching.
+    public func openMountpoint(for appGroup: AppGroup, secret: String?) throws(JanusError) -> JanusMountpoint {
+        let id = JanusMountpoint.id(for: appGroup)
+        var request: [String: Any] = [
+            "request": "create", "type": "rtp", "id": id, "name": appGroup.name, "description": appGroup.name,
+            "media": [["type": "video", "mid": "v", "port": 0, "rtcpport": 0, "pt": 96, "codec": "vp8"]],
+        ]
+        if let secret { request["secret"] = secret }
+        if let adminKey { request["admin_key"] = adminKey }
+        let ports: (rtp: UInt64?, rtcp: UInt64?)
+        var reclaimed = false
+        do {
+            let created = try call(request)
+            let port = ((created["stream"] as? [String: Any])?["ports"] as? [[String: Any]])?.first
+            ports = (Self.integer(port?["port"]), Self.integer(port?["rtcp_port"]))
+        } catch where error.code == JanusError.idTaken {
+            var info: [String: Any] = ["request": "info", "id": id]
+            if let secret { info["secret"] = secret }
+            let existing = try call(info)["info"] as? [String: Any]
+            let name = existing?["name"] as? String ?? existing?["description"] as? String ?? "?"
+            guard name == appGroup.name else {
+                throw JanusError(url: url.description, code: JanusError.idTaken, reason: "mountpoint \(id) is taken by \"\(name)\", not \(appGroup.name)")
+            }
+            let media = (existing?["media"] as? [[String: Any]])?.first
+            ports = (Self.integer(media?["port"]), Self.integer(media?["rtcpport"]))
+            reclaimed = true
+        }
+        guard let rtp = ports.rtp, let rtcp = ports.rtcp, (1...65534).contains(rtp), rtcp == rtp + 1 else {
+            throw JanusError(url: url.description, code: 0, reason: "mountpoint \(id) has RTP port \(ports.rtp ?? 0) and RTCP port \(ports.rtcp ?? 0): expected a port and the next one (is its secret right?)")
+        }
+        return JanusMountpoint(janus: url.description, id: id, name: appGroup.name, host: url.host, rtpPort: Int(rtp), reclaimed: reclaimed)
+    }
+
+    /// Destroys a mountpoint this host opened.
+    public func destroy(_ mountpoint: JanusMountpoint, secret: String?) throws(JanusError) {
+        var request: [String: Any] = ["request": "destroy", "id": mountpoint.id]
+        if let secret { request["secret"] = secret }
+        _ = try call(request)
+    }
+}

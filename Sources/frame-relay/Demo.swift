@@ -13,8 +13,11 @@ func runDemo(_ arguments: [String]) throws -> Int32 {
     parser.option("app-group", "NAME", default: "group.com.example.app.ScreenSharingExtension", help: "App Group both sides use.")
     parser.option("duration", "SECONDS", help: "Stop after this many seconds (default: until Ctrl-C).")
     parser.option("report", "PATH", help: "Write the host's statistics as JSON here at exit.")
+    parser.option("trace", "PATH", help: "Write one JSON line per frame with its time at every stage (CLOCK_MONOTONIC ns).")
     parser.option("http", "[ADDRESS:]PORT", default: "8080", help: "Where the live viewer listens (loopback unless an address is given).")
     parser.option("rtp", "HOST:PORT", help: "Also stream RTP here (RTCP to PORT+1), with an SDP in demo.sdp.")
+    parser.flag("janus", help: "Start a Janus of our own (Debian's janus) and stream into it, for WebRTC viewers.")
+    parser.option("janus-port", "PORT", help: "Port of that Janus's HTTP API (default: a free one).")
     try parser.parse(arguments)
     let group = try AppGroup(parser.string("app-group")!)
     // The producer's options are checked here, so that a bad one fails before anything starts.
@@ -28,9 +31,14 @@ func runDemo(_ arguments: [String]) throws -> Int32 {
     let duration = try parser.double("duration", in: 0.001...1e9)
     let http = try parseListenAddress(parser.string("http")!)
     let rtp = try parser.string("rtp").map { try Destination($0) }
-    try checkOutputs(parser, ["report"])
+    try checkOutputs(parser, ["report", "trace"])
     if rtp != nil { try OutputFile.check("demo.sdp", option: "rtp") }
     let simulator = try siblingExecutable("broadcast-sim")
+    let janusPort = try parser.int("janus-port", in: 1...65535)
+    if janusPort != nil, !parser.flag("janus") { throw UsageError("--janus-port needs --janus") }
+    // Janus listens where the viewer does: on loopback, or everywhere for viewers on other machines.
+    let janus = parser.flag("janus") ? try JanusServer(address: http.address == "127.0.0.1" ? "127.0.0.1" : "0.0.0.0", port: janusPort) : nil
+    defer { janus?.stop() }
 
     let producer = Process()
     producer.executableURL = simulator
@@ -42,11 +50,18 @@ func runDemo(_ arguments: [String]) throws -> Int32 {
         groups: [group], options: ShareReceiver.Options(), encoding: [EncodePipeline.Options()], frames: nil, duration: duration,
         exitWhenFinished: false, statsPath: parser.string("report"), quiet: false)
     settings.http = http
+    settings.tracePath = parser.string("trace")
     if let rtp {
-        var options = RTPSession.Options()
-        options.destinations = [rtp]
-        settings.streaming = [options]
         settings.sdpPaths = ["demo.sdp"]
+    }
+    if rtp != nil || janus != nil {
+        var options = RTPSession.Options()
+        options.destinations = rtp.map { [$0] } ?? []
+        settings.streaming = [options]
+    }
+    if let janus {
+        log("demo: Janus (pid \(janus.pid)) at \(janus.url)")
+        settings.janus = [JanusStreaming(url: janus.url)]
     }
     // Whatever happens to the host, the producer ends with it (and removes its ring).
     defer {

@@ -33,4 +33,21 @@ enum SocketAddress {
         let named = withUnsafeMutablePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &localLength) } }
         return named == 0 ? local : nil
     }
+
+    /// A TCP port on `address` (IPv4) that is free now.
+    static func freeTCPPort(address: String = "127.0.0.1") throws(SystemError) -> Int {
+        let fd = try valueOrErrno("socket", "tcp") { socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+        defer { close(fd) }
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        guard inet_pton(AF_INET, address, &local.sin_addr) == 1 else { throw SystemError("inet_pton", address, code: EINVAL) }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = try valueOrErrno("bind", "\(address):0") {
+            withUnsafeMutablePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        }
+        _ = try valueOrErrno("getsockname", address) {
+            withUnsafeMutablePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        }
+        return Int(UInt16(bigEndian: local.sin_port))
+    }
 }

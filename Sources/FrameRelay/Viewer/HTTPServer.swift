@@ -66,8 +66,15 @@ public final class HTTPServer: @unchecked Sendable {
     private let handler: @Sendable (Request, Connection) -> Void
     /// Connections being served now.
     private let active = Atomic<Int>(0)
-    /// Connections still reading their request: descriptor → when accepted.
-    private let reading = Mutex<[Int32: UInt64]>([:])
+    /// Connections still reading their request, by descriptor: when each
+    /// was accepted (CLOCK_MONOTONIC ns), 0 for none, ``evicting`` while
+    /// one is being shut. Atomics rather than a lock: the accept thread and
+    /// the connection threads touch it at once, and a connection's thread
+    /// must not close its descriptor while another thread shuts it.
+    private let reading: UnsafeMutablePointer<Atomic<UInt64>>
+    /// Descriptors past this are served but cannot be made to make way.
+    static let readingSlots = 4096
+    private static let evicting: UInt64 = 1
     public static let maxConnections = 128
     /// Slots past ``maxConnections`` that only `/stats.json` and `/metrics` may use.
     public static let reservedConnections = 4
@@ -97,6 +104,14 @@ public final class HTTPServer: @unchecked Sendable {
         self.port = port
         self.listener = fd
         self.handler = handler
+        let table = UnsafeMutableRawPointer.allocate(byteCount: Self.readingSlots * 8, alignment: 8)
+        table.initializeMemory(as: UInt64.self, repeating: 0, count: Self.readingSlots)
+        reading = table.assumingMemoryBound(to: Atomic<UInt64>.self)
+    }
+
+    deinit {
+        close(listener)
+        UnsafeMutableRawPointer(reading).deallocate()
     }
 
     /// Accepts connections on a background thread until the process ends.
@@ -115,7 +130,7 @@ public final class HTTPServer: @unchecked Sendable {
                 // Full: the connection that has waited longest for its request makes way (its thread ends it at once).
                 let full = active.load(ordering: .relaxed) >= Self.maxConnections + Self.reservedConnections
                 let madeWay = full && evictSlowestReader()
-                reading.withLock { $0[client] = MonotonicClock.now() }
+                if client < Self.readingSlots { reading[Int(client)].store(MonotonicClock.now(), ordering: .releasing) }
                 guard active.add(1, ordering: .relaxed).newValue <= Self.maxConnections + Self.reservedConnections || madeWay,
                     startDetachedThread({ [self] in
                         serve(client)
@@ -140,21 +155,37 @@ public final class HTTPServer: @unchecked Sendable {
         Connection(fd: fd).respond(status: status, contentType: "text/plain", body: Array((text + "\n").utf8), extraHeaders: extraHeaders)
     }
 
+    /// Takes `fd` off the reading table; if another thread is shutting it
+    /// at this moment, waits until it has (so the descriptor stays ours).
     private func stopReading(_ fd: Int32) {
-        _ = reading.withLock { $0.removeValue(forKey: fd) }
+        guard fd < Self.readingSlots else { return }
+        let slot = reading + Int(fd)
+        while true {
+            let accepted = slot.pointee.load(ordering: .acquiring)
+            if accepted == Self.evicting { usleep(50); continue }
+            if slot.pointee.compareExchange(expected: accepted, desired: 0, ordering: .acquiringAndReleasing).exchanged { return }
+        }
     }
 
     /// Makes room: shuts the connection that has waited longest for its
-    /// request (its thread then closes it). Under the lock, so the
-    /// descriptor cannot be closed and reused meanwhile.
-    @discardableResult
+    /// request (its thread then closes it); false when none is waiting.
     private func evictSlowestReader() -> Bool {
-        reading.withLock { readers in
-            guard let oldest = readers.min(by: { $0.value < $1.value })?.key else { return false }
-            readers.removeValue(forKey: oldest)
-            shutdown(oldest, Int32(SHUT_RDWR))
+        for _ in 0..<3 {
+            var oldest: (fd: Int, accepted: UInt64)?
+            for fd in 0..<Self.readingSlots {
+                let accepted = reading[fd].load(ordering: .relaxed)
+                if accepted > Self.evicting, accepted < oldest?.accepted ?? .max { oldest = (fd, accepted) }
+            }
+            guard let oldest else { return false }
+            let slot = reading + oldest.fd
+            guard slot.pointee.compareExchange(expected: oldest.accepted, desired: Self.evicting, ordering: .acquiringAndReleasing).exchanged else {
+                continue  // it finished reading meanwhile, or another thread took it
+            }
+            shutdown(Int32(oldest.fd), Int32(SHUT_RDWR))
+            slot.pointee.store(0, ordering: .releasing)
             return true
         }
+        return false
     }
 
     private func serve(_ fd: Int32) {

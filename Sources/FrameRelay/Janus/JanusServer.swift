@@ -1,0 +1,114 @@
+@preconcurrency import Glibc
+import Foundation
+
+/// A Janus server of our own (Debian's `janus`): the streaming plugin and
+/// the HTTP transport only, from a configuration generated in a temporary
+/// folder. ``stop()`` (or `deinit`) ends it and removes the folder.
+public final class JanusServer {
+    /// Its HTTP API, `http://ADDRESS:PORT/janus`.
+    public let url: HTTPClient.URL
+    private let process = Process()
+    private let directory: URL
+
+    /// Where Debian installs Janus's plugins (per architecture), if Janus is installed.
+    public static var libraryFolder: String? {
+        let lib = "/usr/lib"
+        let triplets = (try? FileManager.default.contentsOfDirectory(atPath: lib)) ?? []
+        return triplets.map { "\(lib)/\($0)/janus" }.first {
+            FileManager.default.fileExists(atPath: "\($0)/plugins/libjanus_streaming.so")
+                && FileManager.default.fileExists(atPath: "\($0)/transports/libjanus_http.so")
+        }
+    }
+
+    /// Starts Janus with its HTTP API on `address:port` (a free port when nil)
+    /// and waits until it answers; throws a ``JanusError`` with Janus's last
+    /// words when it does not start.
+    public init(address: String = "127.0.0.1", port: Int? = nil) throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/janus"), let library = Self.libraryFolder else {
+            throw JanusError(url: "janus", code: 0, reason: "Janus is not installed (Debian package janus; scripts/install-deps installs it)")
+        }
+        let port = try port ?? SocketAddress.freeTCPPort(address: address)
+        // Listening everywhere, it is reached here through loopback.
+        url = HTTPClient.URL("http://\(address == "0.0.0.0" ? "127.0.0.1" : address):\(port)/janus")!
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("frame-relay-janus-\(getpid())-\(port)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        do {
+            try write(library: library, address: address, port: port)
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/janus")
+            process.arguments = ["-C", directory.appendingPathComponent("janus.jcfg").path, "-F", directory.path]
+            let log = directory.appendingPathComponent("janus.log")
+            FileManager.default.createFile(atPath: log.path, contents: nil)
+            process.standardOutput = try FileHandle(forWritingTo: log)
+            process.standardError = process.standardOutput
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+            try waitUntilAnswering(log: log)
+        } catch {
+            stop()
+            throw error
+        }
+    }
+
+    deinit { stop() }
+
+    /// Ends Janus (SIGTERM, then SIGKILL after 3 s) and removes its folder.
+    public func stop() {
+        if process.processIdentifier != 0, process.isRunning {
+            process.terminate()
+            let deadline = MonotonicClock.now() + 3_000_000_000
+            while process.isRunning, MonotonicClock.now() < deadline { usleep(10_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// The process id, while it runs.
+    public var pid: Int32 { process.processIdentifier }
+
+    private func waitUntilAnswering(log: URL) throws {
+        let deadline = MonotonicClock.now() + 15_000_000_000
+        let streaming = JanusStreaming(url: url)
+        while MonotonicClock.now() < deadline {
+            guard process.isRunning else { break }
+            if (try? streaming.call(["request": "list"])) != nil { return }
+            usleep(50_000)
+        }
+        let words = ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n").suffix(3).joined(separator: " | ")
+        throw JanusError(url: url.description, code: 0, reason: "Janus did not start (\(words))")
+    }
+
+    private func write(library: String, address: String, port: Int) throws {
+        let everyAddress = address == "0.0.0.0"
+        let files = [
+            "janus.jcfg": """
+                general: {
+                    configs_folder = "\(directory.path)"
+                    plugins_folder = "\(library)/plugins"
+                    transports_folder = "\(library)/transports"
+                    events_folder = "\(library)/events"
+                    loggers_folder = "\(library)/loggers"
+                    debug_level = 3
+                }
+                plugins: { disable = "\(try others(in: "\(library)/plugins", keeping: "libjanus_streaming.so"))" }
+                transports: { disable = "\(try others(in: "\(library)/transports", keeping: "libjanus_http.so"))" }
+                events: { broadcast = false }
+                loggers: { disable = "\(try others(in: "\(library)/loggers", keeping: ""))" }
+                """,
+            "janus.transport.http.jcfg": """
+                general: { http = true, port = \(port), https = false\(everyAddress ? "" : ", ip = \"\(address)\"") }
+                admin: { admin_http = false }
+                """,
+            "janus.plugin.streaming.jcfg": "general: { }\n",
+        ]
+        for (name, text) in files {
+            try text.write(to: directory.appendingPathComponent(name), atomically: true, encoding: .utf8)
+        }
+    }
+
+    /// Every plugin in `folder` but `kept`, as Janus's "disable" list.
+    private func others(in folder: String, keeping kept: String) throws -> String {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        return names.filter { $0.hasSuffix(".so") && $0 != kept }.sorted().joined(separator: ",")
+    }
+}

@@ -1,0 +1,67 @@
+@preconcurrency import Glibc
+import Foundation
+import FrameRelay
+import Testing
+
+/// Shares through Janus to real WebRTC viewers. Janus gathers no ICE
+/// candidates on loopback, so each test runs in a network namespace of its
+/// own with a veth pair (`unshare -rn`), Janus on 10.200.0.1.
+@Suite(.serialized) struct JanusTests {
+    /// Runs `script` in a fresh network namespace with 10.200.0.1 on a veth
+    /// pair; `$FR`, `$SIM`, `$VIEWER` and `$D` (a scratch folder) are set.
+    func inNamespace(_ script: String, timeout: Double = 90) -> (status: Int32, output: String, directory: String) {
+        let dir = Paths.temporaryDirectory().path
+        let setup = """
+            set -u
+            ip link set lo up && ip link add v0 type veth peer name v1 && ip addr add 10.200.0.1/24 dev v0 \
+              && ip link set v0 up && ip link set v1 up || exit 97
+            FR='\(Paths.executable("frame-relay"))' SIM='\(Paths.executable("broadcast-sim"))' D='\(dir)'
+            VIEWER="/usr/bin/python3 \(Paths.root.appendingPathComponent("scripts/webrtc-viewer").path)"
+            """
+        let result = run("/usr/bin/unshare", ["-rn", "/bin/sh", "-c", setup + "\n" + script], timeout: timeout)
+        return (result.status, result.stdout + result.stderr, dir)
+    }
+
+    /// Waits in the script until `file` contains `text` (at most 20 s).
+    func waitFor(_ text: String, in file: String) -> String {
+        "for i in $(seq 200); do grep -q '\(text)' \(file) && break; sleep 0.1; done"
+    }
+
+    @Test func aWebRTCViewerThroughJanusDecodesTheStreamInOrder() throws {
+        let group = uniqueGroup("janus")
+        let mountpoint = JanusMountpoint.id(for: group)
+        let run = inNamespace("""
+            $FR demo --app-group \(group.name) --janus --janus-port 18188 --http 10.200.0.1:18180 --size 640x360 --fps 30 \
+              --duration 16 --report $D/host.json --trace $D/trace.jsonl > $D/demo.log 2>&1 &
+            \(waitFor("first-frame", in: "$D/demo.log"))
+            $VIEWER --janus http://10.200.0.1:18188/janus --mountpoint \(mountpoint) --frames 300 --duration 14 --report $D/viewer.json
+            echo "viewer exit $?"
+            wait
+            cat $D/demo.log
+            """)
+        #expect(run.status == 0, "\(run.output)")
+        #expect(run.output.contains("viewer exit 0"), "\(run.output)")
+        let viewer = try #require(try readJSON(run.directory + "/viewer.json") as? [String: Any], "\(run.output)")
+        let stamps = (viewer["stamps"] as? [Any] ?? []).compactMap { $0 as? Int }
+        let decoded = viewer["decoded"] as? [Int] ?? []
+        #expect(stamps.count >= 285, "decoded \(stamps.count) of 300 frames: \(run.output.suffix(1500))")
+        #expect(zip(stamps, stamps.dropFirst()).allSatisfy { $0 < $1 }, "stamps out of order: \(stamps.prefix(40))")
+        #expect(viewer["width"] as? Int == 640 && viewer["height"] as? Int == 360)
+        // Glass to glass: each stamp's capture time (the host's trace) to its decode at the viewer, one clock.
+        let trace = try String(contentsOfFile: run.directory + "/trace.jsonl", encoding: .utf8).split(separator: "\n")
+        var captured: [Int: Int] = [:]
+        for line in trace {
+            guard let record = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                let frame = record["frame"] as? Int, let time = record["captured"] as? Int
+            else { continue }
+            captured[frame] = time
+        }
+        let latencies = zip(stamps, decoded).compactMap { stamp, time in captured[stamp].map { Double(time - $0) / 1e6 } }.sorted()
+        try #require(latencies.count >= 285, "only \(latencies.count) frames matched the trace")
+        let p50 = latencies[latencies.count / 2], p99 = latencies[latencies.count * 99 / 100]
+        print("janus: \(stamps.count) frames decoded at the WebRTC viewer, glass-to-glass p50 \(p50) ms p99 \(p99) ms, first picture \(viewer["firstFrameMs"] ?? "?") ms after watch")
+        #expect(p50 > 0 && p99 < 1000, "glass to glass p50 \(p50) ms p99 \(p99) ms")
+        let share = try #require(try readShareStats(run.directory + "/host.json").first)
+        #expect(share.janus?.id == mountpoint)
+    }
+}

@@ -149,7 +149,7 @@ func runHost(
     _ s: HostSettings, onReady: () throws -> Void = {}, extraStop: @escaping () -> Bool = { false }, onTick: ([ShareStats]) -> Void = { _ in }
 ) throws -> Int32 {
     let stop = Atomic<Bool>(false)
-    let failure = Mutex<String?>(nil)
+    let failure = Locked<String?>(nil)
     let quiet = s.quiet
     // Janus first: each share's mountpoint says where its RTP goes.
     let mountpoints = try openMountpoints(s)

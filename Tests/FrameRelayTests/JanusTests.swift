@@ -64,4 +64,31 @@ import Testing
         let share = try #require(try readShareStats(run.directory + "/host.json").first)
         #expect(share.janus?.id == mountpoint)
     }
+
+    /// Headless Chromium opens the host's viewer page in WebRTC mode and
+    /// watches the share through Janus: the page counts decoded frames and
+    /// reads each picture's stamp from its pixels, and both move.
+    @Test func headlessChromiumWatchesThroughJanus() throws {
+        let group = uniqueGroup("janusweb")
+        let run = inNamespace("""
+            $FR demo --app-group \(group.name) --janus --janus-port 18188 --http 10.200.0.1:18180 --size 640x360 --fps 30 \
+              --duration 30 > $D/demo.log 2>&1 &
+            DEMO=$!
+            \(waitFor("first-frame", in: "$D/demo.log"))
+            timeout 20 /usr/bin/chromium --headless=new --no-sandbox --disable-gpu --enable-logging=stderr --v=0 \
+              --user-data-dir=$D/chromium --window-size=1280,900 --autoplay-policy=no-user-gesture-required \
+              'http://10.200.0.1:18180/?mode=webrtc&frames=90' > $D/chromium.log 2>&1
+            kill $DEMO; wait
+            grep -o '"webrtc frames=[^"]*"\\|"viewer error[^"]*"' $D/chromium.log; grep CONSOLE $D/chromium.log | tail -5
+            """, timeout: 60)
+        // Lines like "webrtc frames=30 stamp=54 first=341 ms".
+        let progress = run.output.split(separator: "\n").filter { $0.hasPrefix("\"webrtc frames=") }.compactMap { line -> (frames: Int, stamp: Int)? in
+            let fields = line.split(separator: " ")
+            guard fields.count >= 3, let frames = Int(fields[1].dropFirst("frames=".count)), let stamp = Int(fields[2].dropFirst("stamp=".count)) else { return nil }
+            return (frames, stamp)
+        }
+        #expect(progress.last?.frames == 90, "the page decoded \(progress.last?.frames ?? 0) of 90 frames: \(run.output.suffix(1500))")
+        #expect(progress.count >= 3 && zip(progress, progress.dropFirst()).allSatisfy { $0.stamp < $1.stamp },
+                "the stamps read from the pixels did not move: \(progress)")
+    }
 }

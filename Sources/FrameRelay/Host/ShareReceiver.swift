@@ -8,13 +8,13 @@ import Synchronization
 /// its statistics into ``snapshot`` a few times a second.
 public final class ShareReceiver: @unchecked Sendable {
     // @unchecked Sendable: `host` and the loop state are touched only by the
-    // thread running `run`; other threads read `published` under its Mutex.
+    // thread running `run`; other threads read `published` under its lock.
     public let appGroup: AppGroup
     private let host: RingHost
     private var stats: ShareStats
     private var captureToTaken = LatencyHistogram()
     private var handoff = LatencyHistogram()
-    private let published: Mutex<ShareStats>
+    private let published: Locked<ShareStats>
     private let log: @Sendable (String) -> Void
     private var lastGeometry: (Int, Int, PixelFormat, Orientation)?
     private var windowStart = MonotonicClock.now()
@@ -55,7 +55,7 @@ public final class ShareReceiver: @unchecked Sendable {
         self.host = RingHost(appGroup: appGroup, verifyChecksums: options.verifyChecksums)
         self.stats = ShareStats(appGroup: appGroup.name)
         stats.janus = options.janus
-        self.published = Mutex(stats)
+        self.published = Locked(stats)
         self.log = log
     }
 

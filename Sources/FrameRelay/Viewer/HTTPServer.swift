@@ -12,7 +12,7 @@ import Synchronization
 /// so monitoring gets through while viewers fill the rest.
 public final class HTTPServer: @unchecked Sendable {
     // @unchecked Sendable: `listener` is immutable; the handler is Sendable;
-    // the rest is in Atomic and Mutex.
+    // the rest is in atomics.
     public typealias Request = HTTPRequestHead
 
     /// A connection the handler writes its response to.

@@ -1,6 +1,9 @@
-/// The viewer page: plays a share's live IVF with WebCodecs into a canvas
+/// The viewer page: plays a share's live IVF with WebCodecs into a canvas,
+/// or (`?mode=webrtc`) watches the share's Janus mountpoint over WebRTC,
 /// and charts frames/s and latency from `/stats.json`. `?share=N` picks the
-/// share; `?frames=N` stops after N decoded frames (for headless checks).
+/// share; `?frames=N` stops after N decoded frames (for headless checks);
+/// `?janus=URL` names Janus's HTTP API as the browser reaches it (default:
+/// this page's host, at the port the host streams into).
 enum ViewerPage {
     static func html(shares: [String]) -> String {
         let options = shares.enumerated().map { "<option value=\"\($0.offset)\">\($0.element)</option>" }.joined()
@@ -18,7 +21,10 @@ enum ViewerPage {
         <body>
         <h3>FrameRelay live <select id="share">\(options)</select></h3>
         <div class="stats">
+          <span>mode <b id="mode">WebCodecs</b></span>
           <span>decoded <b id="decoded">0</b></span>
+          <span>stamp <b id="stamp">–</b></span>
+          <span>first picture <b id="first">–</b></span>
           <span>host fps <b id="fps">–</b></span>
           <span>bitrate <b id="bitrate">–</b></span>
           <span>drops <b id="drops">–</b></span>
@@ -26,6 +32,7 @@ enum ViewerPage {
           <span>p99 <b id="p99">–</b></span>
         </div>
         <canvas id="video" width="1280" height="720"></canvas>
+        <video id="rtc" autoplay muted playsinline style="display:none; max-width:100%"></video>
         <canvas id="chart" width="640" height="140"></canvas>
         <div id="error"></div>
         <script>
@@ -38,17 +45,26 @@ enum ViewerPage {
         const canvas = $('video'), ctx = canvas.getContext('2d');
         let decoded = 0, reader = null;
         window.framesDecoded = 0;
-        if (!('VideoDecoder' in window)) { $('error').textContent = 'This browser has no WebCodecs VideoDecoder.'; }
-        const decoder = new VideoDecoder({
+        const webrtc = params.get('mode') === 'webrtc';
+        // WebCodecs only in a secure context (https or localhost); WebRTC works anywhere.
+        if (!webrtc && !('VideoDecoder' in window)) { $('error').textContent = 'This browser has no WebCodecs VideoDecoder here (it needs https or localhost): open ?mode=webrtc with a Janus.'; }
+        const decoder = webrtc || !('VideoDecoder' in window) ? null : new VideoDecoder({
           output: frame => {
             if (canvas.width !== frame.displayWidth) { canvas.width = frame.displayWidth; canvas.height = frame.displayHeight; }
             ctx.drawImage(frame, 0, 0); frame.close();
-            decoded++; window.framesDecoded = decoded; $('decoded').textContent = decoded;
+            decodedOne(null);
             if (stopAfter && decoded >= stopAfter && reader) { reader.cancel(); document.title = 'decoded ' + decoded; }
           },
           error: e => { $('error').textContent = 'decoder: ' + e.message; }
         });
-        decoder.configure({ codec: 'vp8' });
+        const started = performance.now();
+        function decodedOne(stamp) {
+          decoded++; window.framesDecoded = decoded; $('decoded').textContent = decoded;
+          if (decoded === 1) $('first').textContent = (performance.now() - started).toFixed(0) + ' ms';
+          if (stamp !== null) $('stamp').textContent = stamp;
+          if (webrtc && (decoded % 30 === 0 || decoded === stopAfter)) console.log('webrtc frames=' + decoded + ' stamp=' + stamp + ' first=' + $('first').textContent);
+        }
+        if (decoder) decoder.configure({ codec: 'vp8' });
         async function play() {
           const response = await fetch('/stream.ivf?share=' + share);
           reader = response.body.getReader();
@@ -72,7 +88,64 @@ enum ViewerPage {
             }
           }
         }
-        play().catch(e => { $('error').textContent = 'stream: ' + e.message; });
+        // WebRTC through Janus: the plain JSON API over HTTP (no library, nothing fetched from elsewhere).
+        async function janus(url, body) {
+          const reply = await (await fetch(url, { method: 'POST', body: JSON.stringify(Object.assign({ transaction: Math.random().toString(36).slice(2) }, body)) })).json();
+          if (reply.janus === 'error') throw new Error('Janus ' + reply.error.code + ': ' + reply.error.reason);
+          const data = reply.plugindata && reply.plugindata.data;
+          if (data && data.error) throw new Error('Janus ' + data.error_code + ': ' + data.error);
+          return reply;
+        }
+        function readStamp(video, probe) {
+          const cell = Math.min(16, Math.floor(video.videoWidth / 24));
+          if (cell < 2) return null;
+          probe.width = cell * 24; probe.height = cell;
+          const g = probe.getContext('2d', { willReadFrequently: true });
+          g.drawImage(video, 0, 0, cell * 24, cell, 0, 0, cell * 24, cell);
+          const pixels = g.getImageData(0, 0, cell * 24, cell).data;
+          let number = 0;
+          for (let bit = 0; bit < 24; bit++) {
+            const at = (Math.floor(cell / 2) * cell * 24 + bit * cell + Math.floor(cell / 2)) * 4;
+            number = number * 2 + ((pixels[at] + pixels[at + 1] + pixels[at + 2]) / 3 > 128 ? 1 : 0);
+          }
+          return number;
+        }
+        async function playWebRTC() {
+          $('mode').textContent = 'WebRTC'; canvas.style.display = 'none';
+          const video = $('rtc'), probe = document.createElement('canvas');
+          video.style.display = 'block';
+          const s = (await (await fetch('/stats.json')).json())[share];
+          if (!s.janus) throw new Error('this share streams into no Janus (start the host with --janus)');
+          const port = new URL(s.janus.janus).port || '80';
+          const api = params.get('janus') || (location.protocol + '//' + location.hostname + ':' + port + '/janus');
+          const session = (await janus(api, { janus: 'create' })).data.id, base = api + '/' + session;
+          const handle = (await janus(base, { janus: 'attach', plugin: 'janus.plugin.streaming' })).data.id;
+          setInterval(() => janus(base, { janus: 'keepalive' }).catch(() => {}), 25000);
+          let offer = (await janus(base + '/' + handle, { janus: 'message', body: { request: 'watch', id: s.janus.id } })).jsep;
+          while (!offer) {
+            const event = await (await fetch(base + '?maxev=1&rid=' + Date.now())).json();
+            const data = event.plugindata && event.plugindata.data;
+            if (data && data.error) throw new Error('Janus ' + data.error_code + ': ' + data.error);
+            offer = event.jsep;
+          }
+          const pc = new RTCPeerConnection();
+          pc.ontrack = e => { video.srcObject = e.streams[0] || new MediaStream([e.track]); };
+          await pc.setRemoteDescription(offer);
+          await pc.setLocalDescription(await pc.createAnswer());
+          await new Promise(done => {
+            if (pc.iceGatheringState === 'complete') return done();
+            pc.onicegatheringstatechange = () => { if (pc.iceGatheringState === 'complete') done(); };
+            setTimeout(done, 2000);
+          });
+          await janus(base + '/' + handle, { janus: 'message', body: { request: 'start' }, jsep: pc.localDescription.toJSON() });
+          const onFrame = () => {
+            decodedOne(readStamp(video, probe));
+            if (!stopAfter || decoded < stopAfter) video.requestVideoFrameCallback(onFrame);
+            else document.title = 'decoded ' + decoded;
+          };
+          video.requestVideoFrameCallback(onFrame);
+        }
+        (webrtc ? playWebRTC() : play()).catch(e => { $('error').textContent = (webrtc ? 'webrtc: ' : 'stream: ') + e.message; console.log('viewer error: ' + e.message); });
         const history = [];
         let lastBytes = null, lastTime = null;
         async function poll() {

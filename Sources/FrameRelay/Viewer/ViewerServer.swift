@@ -39,7 +39,7 @@ public final class ViewerServer: Sendable {
     private struct SharesBox: Sendable { let shares: [Share] }
 
     final class SnapshotCache: Sendable {
-        let last = Mutex<(time: UInt64, jpeg: [UInt8])?>(nil)
+        let last = Locked<(time: UInt64, jpeg: [UInt8])?>(nil)
     }
 
     private static func route(_ request: HTTPServer.Request, _ connection: HTTPServer.Connection, _ shares: [Share]) {

@@ -14,6 +14,7 @@ func runDemo(_ arguments: [String]) throws -> Int32 {
     parser.option("duration", "SECONDS", help: "Stop after this many seconds (default: until Ctrl-C).")
     parser.option("report", "PATH", help: "Write the host's statistics as JSON here at exit.")
     parser.option("trace", "PATH", help: "Write one JSON line per frame with its time at every stage (CLOCK_MONOTONIC ns).")
+    parser.option("keyframe-interval", "SECONDS", default: "3", help: "Periodic keyframes (0: only when a receiver or viewer asks).")
     parser.option("http", "[ADDRESS:]PORT", default: "8080", help: "Where the live viewer listens (loopback unless an address is given).")
     parser.option("rtp", "HOST:PORT", help: "Also stream RTP here (RTCP to PORT+1), with an SDP in demo.sdp.")
     parser.flag("janus", help: "Start a Janus of our own (Debian's janus) and stream into it, for WebRTC viewers.")
@@ -46,8 +47,10 @@ func runDemo(_ arguments: [String]) throws -> Int32 {
         "--app-group", group.name, "--source", source, "--size", parser.string("size")!,
         "--fps", parser.string("fps")!, "--format", parser.string("format")!, "--exit-with-parent",
     ]
+    var encoding = EncodePipeline.Options()
+    encoding.settings.keyframeInterval = try parser.double("keyframe-interval", in: 0...3600)!
     var settings = HostSettings(
-        groups: [group], options: ShareReceiver.Options(), encoding: [EncodePipeline.Options()], frames: nil, duration: duration,
+        groups: [group], options: ShareReceiver.Options(), encoding: [encoding], frames: nil, duration: duration,
         exitWhenFinished: false, statsPath: parser.string("report"), quiet: false)
     settings.http = http
     settings.tracePath = parser.string("trace")

@@ -91,4 +91,31 @@ import Testing
         #expect(progress.count >= 3 && zip(progress, progress.dropFirst()).allSatisfy { $0.stamp < $1.stamp },
                 "the stamps read from the pixels did not move: \(progress)")
     }
+
+    /// Viewers joining a running share get a picture at once: Janus asks
+    /// the host for a keyframe (PLI) when a viewer starts, and the host has
+    /// no periodic keyframes here, so nothing else could bring one.
+    @Test func viewersJoiningMidStreamSeeAPictureWithinHalfASecond() throws {
+        let group = uniqueGroup("janusjoin")
+        let mountpoint = JanusMountpoint.id(for: group)
+        let run = inNamespace("""
+            $FR demo --app-group \(group.name) --janus --janus-port 18188 --http 10.200.0.1:18180 --size 640x360 --fps 30 \
+              --keyframe-interval 0 --duration 40 --report $D/host.json > $D/demo.log 2>&1 &
+            DEMO=$!
+            \(waitFor("first-frame", in: "$D/demo.log"))
+            sleep 1
+            for n in 1 2 3 4 5 6 7 8 9 10; do
+              $VIEWER --janus http://10.200.0.1:18188/janus --mountpoint \(mountpoint) --frames 3 --duration 5 --report $D/join$n.json
+              sleep 0.3
+            done
+            kill -INT $DEMO; wait
+            """, timeout: 120)
+        let joins = (1...10).compactMap { n in (try? readJSON(run.directory + "/join\(n).json") as? [String: Any])?["firstFrameMs"] as? Double }.sorted()
+        try #require(joins.count == 10, "\(joins.count) of 10 joins saw a picture: \(run.output.suffix(1500))")
+        let median = (joins[4] + joins[5]) / 2
+        print("janus joins: first picture after \(joins.map { Int($0) }) ms, median \(Int(median)) ms")
+        #expect(median < 500, "median join \(median) ms")
+        let transport = try #require(try readShareStats(run.directory + "/host.json").first?.transport)
+        #expect(transport.pli >= 10, "the host saw \(transport.pli) PLIs from Janus for 10 joins")
+    }
 }

@@ -36,13 +36,9 @@ import Testing
     }
 
     @Test func segmentShrunkUnderBothSidesIsLetGoNotFatal() throws {
-        let group = uniqueGroup("shrink")
         let buffer = try makeBuffer(256, 128, .i420)
-        let producer = try RingProducer(appGroup: group, slotCapacity: buffer.capacity)
+        let (group, producer, host) = try ringWithOneFrameTaken("shrink", buffer)
         defer { producer.finish() }
-        let host = RingHost(appGroup: group)
-        try producer.publish(buffer, frameNumber: 1, captureTime: 1)
-        guard case .frame = try nextFrameEvent(host) else { Issue.record("no first frame"); return }
         try producer.publish(buffer, frameNumber: 2, captureTime: 1)
         // Published, not yet taken; now cut the segment down to its header page under both mappings.
         let raw = try RawMapping(name: group.sharedMemoryName)
@@ -58,13 +54,9 @@ import Testing
 
     @Test(arguments: [UInt32(0xF), 0x3, 0x13, 0xFFFF_FFFF])
     func hostileStateWordMakesTheProducerStartAFreshRing(_ state: UInt32) throws {
-        let group = uniqueGroup("state")
         let buffer = try makeBuffer()
-        let producer = try RingProducer(appGroup: group, slotCapacity: buffer.capacity)
+        let (group, producer, host) = try ringWithOneFrameTaken("state", buffer)
         defer { producer.finish() }
-        let host = RingHost(appGroup: group)
-        try producer.publish(buffer, frameNumber: 1, captureTime: 1)
-        guard case .frame = try nextFrameEvent(host) else { Issue.record("no first frame"); return }
         try RawMapping(name: group.sharedMemoryName).setU32(RingLayout.slotStateOffset, state)
         try producer.publish(buffer, frameNumber: 2, captureTime: 1)
         #expect(producer.recreations == 1)
@@ -82,14 +74,7 @@ import Testing
         do {
             // What a producer that crashed mid-write could leave: a ring of ours with an impossible state word.
             let raw = try RawMapping(create: name, size: RingLayout.segmentSize(capacity: capacity))
-            raw.setU64(RingLayout.magicOffset, RingLayout.magic)
-            raw.setU32(RingLayout.versionOffset, RingLayout.version)
-            raw.setU32(RingLayout.headerSizeOffset, UInt32(RingLayout.headerSize))
-            raw.setU32(RingLayout.slotCountOffset, 3)
-            raw.setU64(RingLayout.slotCapacityOffset, UInt64(capacity))
-            raw.setU64(RingLayout.slotStrideOffset, UInt64(RingLayout.slotStride(capacity: capacity)))
-            raw.setU64(RingLayout.segmentSizeOffset, UInt64(raw.size))
-            raw.setString(group.name, lengthAt: RingLayout.appGroupLengthOffset, at: RingLayout.appGroupOffset)
+            raw.writeHeader(for: group, capacity: capacity)
             raw.setU32(RingLayout.slotStateOffset, 0x3)
             raw.setU32(RingLayout.producerPidOffset, UInt32(dead.pid))
         }
@@ -101,13 +86,9 @@ import Testing
     }
 
     @Test func forgedFinishedDoesNotTakeALiveProducersRing() throws {
-        let group = uniqueGroup("forged")
         let buffer = try makeBuffer()
-        let producer = try RingProducer(appGroup: group, slotCapacity: buffer.capacity)
+        let (group, producer, host) = try ringWithOneFrameTaken("forged", buffer)
         defer { producer.finish() }
-        let host = RingHost(appGroup: group)
-        try producer.publish(buffer, frameNumber: 1, captureTime: 1)
-        guard case .frame = try nextFrameEvent(host) else { Issue.record("no first frame"); return }
         let raw = try RawMapping(name: group.sharedMemoryName)
         raw.setU32(RingLayout.lifecycleOffset, ProducerState.finished.rawValue)
         raw.setU32(RingLayout.lifecycleSeqOffset, raw.u32(RingLayout.lifecycleSeqOffset) &+ 1)
@@ -121,13 +102,9 @@ import Testing
     }
 
     @Test func unlinkedRingIsMadeAnewByItsProducer() throws {
-        let group = uniqueGroup("unlinked")
         let buffer = try makeBuffer()
-        let producer = try RingProducer(appGroup: group, slotCapacity: buffer.capacity)
+        let (group, producer, host) = try ringWithOneFrameTaken("unlinked", buffer)
         defer { producer.finish() }
-        let host = RingHost(appGroup: group)
-        try producer.publish(buffer, frameNumber: 1, captureTime: 1)
-        guard case .frame = try nextFrameEvent(host) else { Issue.record("no first frame"); return }
         shm_unlink(group.sharedMemoryName)
         usleep(150_000)  // past the producer's 100 ms check of its name
         try producer.publish(buffer, frameNumber: 2, captureTime: 1)

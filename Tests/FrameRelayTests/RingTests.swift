@@ -110,14 +110,7 @@ import Testing
         let segment = try RawMapping(create: name, size: size)
         defer { shm_unlink(name) }
         // A well-formed header first, then the one thing that is wrong.
-        segment.setU64(RingLayout.magicOffset, RingLayout.magic)
-        segment.setU32(RingLayout.versionOffset, RingLayout.version)
-        segment.setU32(RingLayout.headerSizeOffset, UInt32(RingLayout.headerSize))
-        segment.setU32(RingLayout.slotCountOffset, 3)
-        segment.setU64(RingLayout.slotCapacityOffset, UInt64(capacity))
-        segment.setU64(RingLayout.slotStrideOffset, UInt64(RingLayout.slotStride(capacity: capacity)))
-        segment.setU64(RingLayout.segmentSizeOffset, UInt64(size))
-        segment.setString(group.name, lengthAt: RingLayout.appGroupLengthOffset, at: RingLayout.appGroupOffset)
+        segment.writeHeader(for: group, capacity: capacity)
         segment.setU32(RingLayout.slotStateOffset, 1 | 2 << 2)
         segment.setU32(RingLayout.producerPidOffset, UInt32(getpid()))
         var expected = ""

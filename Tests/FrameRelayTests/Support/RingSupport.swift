@@ -20,6 +20,16 @@ func nextEvent(_ host: RingHost, where wanted: (HostEvent) -> Bool) throws -> Ho
     return nil
 }
 
+/// A producer and a host of a fresh App Group, with frame 1 of `buffer` already handed over.
+func ringWithOneFrameTaken(_ tag: String, _ buffer: PixelBuffer) throws -> (group: AppGroup, producer: RingProducer, host: RingHost) {
+    let group = uniqueGroup(tag)
+    let producer = try RingProducer(appGroup: group, slotCapacity: buffer.capacity)
+    let host = RingHost(appGroup: group)
+    try producer.publish(buffer, frameNumber: 1, captureTime: 1)
+    guard case .frame = try nextFrameEvent(host) else { throw SystemError("publish", "no first frame in \(group)", code: EIO) }
+    return (group, producer, host)
+}
+
 /// Calls `host.next` until a frame or invalid frame comes (or gives up).
 func nextFrameEvent(_ host: RingHost) throws -> HostEvent? {
     try nextEvent(host) {
@@ -56,6 +66,18 @@ final class RawMapping {
     deinit {
         munmap(base, size)
         close(fd)
+    }
+
+    /// Writes a well-formed ring header for `group` with slots of `capacity` bytes (the state word and pid left to the caller).
+    func writeHeader(for group: AppGroup, capacity: Int) {
+        setU64(RingLayout.magicOffset, RingLayout.magic)
+        setU32(RingLayout.versionOffset, RingLayout.version)
+        setU32(RingLayout.headerSizeOffset, UInt32(RingLayout.headerSize))
+        setU32(RingLayout.slotCountOffset, UInt32(RingLayout.slotCount))
+        setU64(RingLayout.slotCapacityOffset, UInt64(capacity))
+        setU64(RingLayout.slotStrideOffset, UInt64(RingLayout.slotStride(capacity: capacity)))
+        setU64(RingLayout.segmentSizeOffset, UInt64(RingLayout.segmentSize(capacity: capacity)))
+        setString(group.name, lengthAt: RingLayout.appGroupLengthOffset, at: RingLayout.appGroupOffset)
     }
 
     func u32(_ offset: Int) -> UInt32 { base.load(fromByteOffset: offset, as: UInt32.self) }

@@ -161,6 +161,8 @@ func runHost(
         }
     }
     defer { closeMountpoints(mountpoints, s) }
+    let janusWatch = mountpoints.isEmpty ? nil : watchMountpoints(mountpoints, s)
+    defer { janusWatch?.running.store(false, ordering: .relaxed) }
     let receivers = s.groups.indices.map { index in
         var options = s.options
         options.janus = mountpoints.indices.contains(index) ? mountpoints[index] : nil
@@ -271,6 +273,34 @@ func openMountpoints(_ s: HostSettings) throws -> [JanusMountpoint] {
         throw error
     }
     return opened
+}
+
+/// Asks every 2 s, off the frame path, whether each Janus still has its
+/// mountpoint, and says once when one stops answering (the share's other
+/// outputs go on) and once when it answers again.
+func watchMountpoints(_ mountpoints: [JanusMountpoint], _ s: HostSettings) -> JanusWatch {
+    let watch = JanusWatch()
+    let janus = s.janus, secret = s.janusSecret, quiet = s.quiet
+    Thread {
+        var failing = Set<Int>()
+        while watch.running.load(ordering: .relaxed) {
+            for (index, mountpoint) in mountpoints.enumerated() {
+                do {
+                    try janus[index % janus.count].check(mountpoint, secret: secret)
+                    if failing.remove(index) != nil, !quiet { log("\(mountpoint.name): Janus \(mountpoint.janus) answers again") }
+                } catch {
+                    if failing.insert(index).inserted, !quiet { log("\(mountpoint.name): \(error); the share's other outputs go on") }
+                }
+            }
+            for _ in 0..<20 where watch.running.load(ordering: .relaxed) { usleep(100_000) }
+        }
+    }.start()
+    return watch
+}
+
+/// Tells ``watchMountpoints(_:_:)`` to stop.
+final class JanusWatch: Sendable {
+    let running = Atomic<Bool>(true)
 }
 
 /// Destroys the mountpoints this host opened; a Janus that is gone is said once each.

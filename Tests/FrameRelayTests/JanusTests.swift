@@ -118,4 +118,67 @@ import Testing
         let transport = try #require(try readShareStats(run.directory + "/host.json").first?.transport)
         #expect(transport.pli >= 10, "the host saw \(transport.pli) PLIs from Janus for 10 joins")
     }
+
+    /// Janus unreachable, Janus refusing (a mountpoint id taken by another
+    /// stream, a wrong secret for the host's own): one line naming the URL
+    /// and Janus's words, a non-zero exit, no mountpoint left behind.
+    @Test func janusErrorsAreOneLineAndLeaveNoMountpoint() throws {
+        let janus = try JanusServer()
+        defer { janus.stop() }
+        let group = uniqueGroup("janusbad")
+        let id = JanusMountpoint.id(for: group)
+        let api = janus.url.description
+        func curl(_ body: String, _ path: String) -> String {
+            run("/usr/bin/curl", ["-s", "-d", body, janus.url.with(path: path).description]).stdout
+        }
+        func mountpoints() -> String {
+            let session = curl(#"{"janus":"create","transaction":"a"}"#, "/janus").split(separator: "\"id\": ").last?.prefix { $0.isNumber } ?? ""
+            let handle = curl(#"{"janus":"attach","plugin":"janus.plugin.streaming","transaction":"b"}"#, "/janus/\(session)").split(separator: "\"id\": ").last?.prefix { $0.isNumber } ?? ""
+            return curl(#"{"janus":"message","transaction":"c","body":{"request":"list"}}"#, "/janus/\(session)/\(handle)")
+        }
+
+        let unreachable = run(Paths.executable("frame-relay"), ["--app-group", group.name, "--janus", "http://127.0.0.1:9/janus", "--duration", "1"])
+        #expect(unreachable.status != 0)
+        #expect(unreachable.stderr.contains("error: Janus http://127.0.0.1:9/janus: cannot connect: ECONNREFUSED"), "\(unreachable.stderr)")
+
+        // A host with a secret killed with -9 leaves its mountpoint; another host with the wrong secret cannot take it.
+        let first = host([group], ["--janus", api, "--janus-secret", "right"])
+        #expect(first.waitForLog("Janus mountpoint \(id)"), "\(first.stderr)")
+        first.signal(SIGKILL)
+        _ = first.wait()
+        let wrong = run(Paths.executable("frame-relay"), ["--app-group", group.name, "--janus", api, "--janus-secret", "wrong", "--duration", "1"])
+        #expect(wrong.status != 0 && wrong.stderr.contains("Janus \(api)"), "\(wrong.stderr)")
+        #expect(wrong.stderr.split(separator: "\n").filter { $0.contains("error") }.count == 1, "\(wrong.stderr)")
+        // With the right one it is taken back, and destroyed at a clean exit.
+        let again = run(Paths.executable("frame-relay"), ["--app-group", group.name, "--janus", api, "--janus-secret", "right", "--duration", "1"])
+        #expect(again.status == 0 && again.stderr.contains("taken back from an earlier host"), "\(again.stderr)")
+        #expect(!mountpoints().contains(group.name), "a mountpoint was left behind")
+
+        // The id taken by someone else's stream: refused with Janus's answer, nothing destroyed.
+        let session = curl(#"{"janus":"create","transaction":"a"}"#, "/janus").split(separator: "\"id\": ").last?.prefix { $0.isNumber } ?? ""
+        let handle = curl(#"{"janus":"attach","plugin":"janus.plugin.streaming","transaction":"b"}"#, "/janus/\(session)").split(separator: "\"id\": ").last?.prefix { $0.isNumber } ?? ""
+        _ = curl(#"{"janus":"message","transaction":"c","body":{"request":"create","type":"rtp","id":\#(id),"name":"someone-else","media":[{"type":"video","mid":"v","port":0,"pt":96,"codec":"vp8"}]}}"#, "/janus/\(session)/\(handle)")
+        let taken = run(Paths.executable("frame-relay"), ["--app-group", group.name, "--janus", api, "--duration", "1"])
+        #expect(taken.status != 0 && taken.stderr.contains("is taken by \"someone-else\""), "\(taken.stderr)")
+        #expect(mountpoints().contains("someone-else"))
+    }
+
+    /// A Janus that dies mid-stream: the host says so once and keeps its other outputs (here the recording) going.
+    @Test func aJanusThatDiesMidStreamLeavesTheHostRunning() throws {
+        let janus = try JanusServer()
+        let group = uniqueGroup("janusdies")
+        let dir = Paths.temporaryDirectory()
+        let recording = dir.appendingPathComponent("share.ivf").path, report = dir.appendingPathComponent("host.json").path
+        let h = host([group], ["--janus", janus.url.description, "--record", recording, "--report", report, "--exit-when-finished"])
+        let p = producer(group, ["--size", "320x240", "--fps", "30", "--duration", "4", "--quiet"])
+        #expect(h.waitForLog("first-frame"))
+        usleep(500_000)
+        janus.stop()
+        #expect(p.wait() == 0)
+        #expect(h.wait(timeout: 20) == 0, "\(h.stderr)")
+        #expect(h.stderr.contains("Janus \(janus.url): cannot connect: ECONNREFUSED (Connection refused); the share's other outputs go on"), "\(h.stderr)")
+        #expect(h.stderr.contains("could not destroy Janus mountpoint"), "\(h.stderr)")
+        let share = try #require(try readShareStats(report).first)
+        #expect((share.encoded?.frames ?? 0) >= 100, "the recording stopped with Janus")
+    }
 }

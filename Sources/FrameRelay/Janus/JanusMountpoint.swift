@@ -54,6 +54,13 @@ extension JanusStreaming {
         return JanusMountpoint(janus: url.description, id: id, name: appGroup.name, host: url.host, rtpPort: Int(rtp), reclaimed: reclaimed)
     }
 
+    /// Asks Janus about the mountpoint; throws when Janus is gone or has lost it.
+    public func check(_ mountpoint: JanusMountpoint, secret: String?) throws(JanusError) {
+        var request: [String: Any] = ["request": "info", "id": mountpoint.id]
+        if let secret { request["secret"] = secret }
+        _ = try call(request)
+    }
+
     /// Destroys a mountpoint this host opened.
     public func destroy(_ mountpoint: JanusMountpoint, secret: String?) throws(JanusError) {
         var request: [String: Any] = ["request": "destroy", "id": mountpoint.id]

@@ -375,8 +375,10 @@ func runCommand() throws -> Int32 {
         return try runReceive(arguments)
     case "load-test":
         return try runLoadTest(arguments)
+    case "janus":
+        return try runJanus(arguments)
     default:
-        throw UsageError("unknown subcommand \"\(subcommand)\": run, demo, receive, load-test (see --help)")
+        throw UsageError("unknown subcommand \"\(subcommand)\": run, demo, receive, load-test, janus (see --help)")
     }
 }
 

@@ -181,4 +181,60 @@ import Testing
         let share = try #require(try readShareStats(report).first)
         #expect((share.encoded?.frames ?? 0) >= 100, "the recording stopped with Janus")
     }
+
+    /// One host, two shares, two Janus instances: each share's mountpoint
+    /// is on its own Janus, and a viewer of each decodes its share.
+    @Test func twoSharesIntoTwoJanusInstancesAreEachWatched() throws {
+        let first = uniqueGroup("janusa"), second = uniqueGroup("janusb")
+        let run = inNamespace("""
+            $FR janus --address 10.200.0.1 --port 18188 > $D/janus1.log 2>&1 & J1=$!
+            $FR janus --address 10.200.0.1 --port 18189 > $D/janus2.log 2>&1 & J2=$!
+            \(waitFor("Ctrl-C", in: "$D/janus1.log")); \(waitFor("Ctrl-C", in: "$D/janus2.log"))
+            $FR --app-group \(first.name) --app-group \(second.name) --janus http://10.200.0.1:18188/janus \
+              --janus http://10.200.0.1:18189/janus --exit-when-finished --report $D/host.json > $D/host.log 2>&1 & HOST=$!
+            $SIM --app-group \(first.name) --size 320x240 --fps 30 --duration 12 --quiet & $SIM --app-group \(second.name) --size 320x240 --fps 30 --duration 12 --quiet &
+            \(waitFor("first-frame", in: "$D/host.log"))
+            $VIEWER --janus http://10.200.0.1:18188/janus --mountpoint \(JanusMountpoint.id(for: first)) --frames 150 --duration 9 --report $D/a.json &
+            $VIEWER --janus http://10.200.0.1:18189/janus --mountpoint \(JanusMountpoint.id(for: second)) --frames 150 --duration 9 --report $D/b.json
+            wait $HOST; kill -INT $J1 $J2; wait
+            cat $D/host.log
+            """, timeout: 90)
+        for (name, group, port) in [("a", first, 18188), ("b", second, 18189)] {
+            let viewer = try #require(try readJSON(run.directory + "/\(name).json") as? [String: Any], "\(run.output.suffix(1500))")
+            let stamps = (viewer["stamps"] as? [Any] ?? []).compactMap { $0 as? Int }
+            #expect(stamps.count >= 140 && zip(stamps, stamps.dropFirst()).allSatisfy { $0 < $1 }, "\(group): \(stamps.count) frames")
+            #expect(run.output.contains("\(group.name): Janus mountpoint \(JanusMountpoint.id(for: group)) on http://10.200.0.1:\(port)/janus"))
+        }
+    }
+
+    /// The host killed with -9 while a viewer watches: a new host takes the
+    /// mountpoint back, and the same viewer, never reconnecting, sees
+    /// frames again within 2 s of the new host's start.
+    @Test func aHostKilledWhileViewersWatchIsReplacedWithoutThemReconnecting() throws {
+        let group = uniqueGroup("janusrestart")
+        let run = inNamespace("""
+            $FR janus --address 10.200.0.1 --port 18188 > $D/janus.log 2>&1 & J=$!
+            \(waitFor("Ctrl-C", in: "$D/janus.log"))
+            $SIM --app-group \(group.name) --size 320x240 --fps 30 --duration 14 --quiet & SIMPID=$!
+            $FR --app-group \(group.name) --janus http://10.200.0.1:18188/janus --keyframe-interval 0 > $D/host1.log 2>&1 & H1=$!
+            \(waitFor("first-frame", in: "$D/host1.log"))
+            $VIEWER --janus http://10.200.0.1:18188/janus --mountpoint \(JanusMountpoint.id(for: group)) --duration 10 --report $D/viewer.json & V=$!
+            sleep 4
+            kill -9 $H1
+            sleep 1
+            echo "restart $(python3 -c 'import time; print(time.monotonic_ns())')"
+            $FR --app-group \(group.name) --janus http://10.200.0.1:18188/janus --keyframe-interval 0 --exit-when-finished > $D/host2.log 2>&1 &
+            wait $V; wait $SIMPID; sleep 1; kill -INT $J; wait
+            cat $D/host2.log
+            """, timeout: 90)
+        let restart = try #require(run.output.split(separator: "\n").first { $0.hasPrefix("restart ") }.flatMap { Int($0.dropFirst(8)) }, "\(run.output)")
+        #expect(run.output.contains("taken back from an earlier host"), "\(run.output.suffix(1000))")
+        let viewer = try #require(try readJSON(run.directory + "/viewer.json") as? [String: Any], "\(run.output.suffix(1500))")
+        let decoded = viewer["decoded"] as? [Int] ?? []
+        let before = decoded.filter { $0 < restart }.count
+        let firstAfter = try #require(decoded.first { $0 > restart }, "no frame after the new host started (\(before) before)")
+        let gap = Double(firstAfter - restart) / 1e9
+        print("janus restart: \(before) frames before the kill, the first after \(gap) s of the new host, \(decoded.count - before) after")
+        #expect(before >= 60 && gap < 2.0 && decoded.count - before >= 60, "\(before) before, first after \(gap) s, \(decoded.count - before) after")
+    }
 }

@@ -66,6 +66,9 @@ public final class JanusServer {
     /// The process id, while it runs.
     public var pid: Int32 { process.processIdentifier }
 
+    /// Whether Janus is still running.
+    public var isRunning: Bool { process.isRunning }
+
     private func waitUntilAnswering(log: URL) throws {
         let deadline = MonotonicClock.now() + 15_000_000_000
         let streaming = JanusStreaming(url: url)

@@ -20,6 +20,9 @@ func runLoadTest(_ arguments: [String]) throws -> Int32 {
     parser.option("max-p99-ms", "MS", default: "100", help: "Objective: capture→encoded p99 below this on every share.")
     parser.option("report", "PATH", default: "load-test.json", help: "JSON report.")
     parser.option("html", "PATH", default: "load-test.html", help: "HTML report with SVG charts.")
+    parser.option("janus", "URL", repeatable: true, help: "Stream every share into this Janus (shares dealt across several) and watch it over WebRTC.")
+    parser.option("viewers", "M", default: "1", help: "With --janus, WebRTC viewers (scripts/webrtc-viewer) on each share.")
+    parser.option("viewer", "PATH", help: "The WebRTC viewer script (default: scripts/webrtc-viewer of this checkout).")
     try parser.parse(arguments)
     try checkOutputs(parser, ["report", "html"])
     let simulator = try siblingExecutable("broadcast-sim")
@@ -32,6 +35,11 @@ func runLoadTest(_ arguments: [String]) throws -> Int32 {
     let duration = try parser.double("duration", in: 1...3600)!
     let retries = try parser.int("retries", in: 0...10)!
     if parser.given("retries"), !parser.flag("ramp") { throw UsageError("--retries needs --ramp") }
+    let janus = parser.strings("janus")
+    for url in janus where HTTPClient.URL(url) == nil { throw UsageError("invalid --janus \"\(url)\": expected Janus's HTTP API, such as http://127.0.0.1:8088/janus") }
+    if janus.isEmpty, let option = ["viewers", "viewer"].first(where: parser.given) { throw UsageError("--\(option) needs --janus URL") }
+    let viewers = try parser.int("viewers", in: 1...64)!
+    let viewerScript = janus.isEmpty ? nil : try LoadTestViewers.findScript(parser.string("viewer"))
     let objective = LoadTestReport.Objective(
         maxDropPercent: try parser.double("max-drop-percent", in: 0...100)!, maxP99Milliseconds: try parser.double("max-p99-ms", in: 0.1...100_000)!)
     let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
@@ -39,7 +47,8 @@ func runLoadTest(_ arguments: [String]) throws -> Int32 {
 
     func step(_ count: Int) throws -> LoadTestReport.Step {
         log("load-test: \(count) shares for \(fixed(duration, 0)) s…")
-        let result = try runStep(count, simulator: simulator, hosts: min(hosts, count), size: size, fps: fps, format: format, bitrate: bitrate, duration: duration, report: report)
+        let watch = viewerScript.map { (janus: janus, viewers: viewers, script: $0) }
+        let result = try runStep(count, simulator: simulator, hosts: min(hosts, count), size: size, fps: fps, format: format, bitrate: bitrate, duration: duration, report: report, watch: watch)
         log("load-test: \(count) shares \(result.passed ? "held" : "did not hold"): drops \(fixed(result.dropPercent, 2)) %, p99 \(fixed(result.p99Milliseconds, 1)) ms, \(fixed(result.fps, 1)) fps in total")
         return result
     }
@@ -94,8 +103,13 @@ func processCPUSeconds(_ pid: Int32) -> Double {
 }
 
 func runStep(
-    _ count: Int, simulator: URL, hosts: Int, size: (width: Int, height: Int), fps: Int, format: PixelFormat, bitrate: Int, duration: Double, report: LoadTestReport
+    _ count: Int, simulator: URL, hosts: Int, size: (width: Int, height: Int), fps: Int, format: PixelFormat, bitrate: Int, duration: Double, report: LoadTestReport,
+    watch: (janus: [String], viewers: Int, script: String)? = nil
 ) throws -> LoadTestReport.Step {
+    let work = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("frame-relay-step-\(getpid())-\(count)-\(UInt32.random(in: 0...UInt32.max))")
+    try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: work) }
+    let viewers = watch.map { LoadTestViewers(count: $0.viewers, script: $0.script, work: work) }
     let groups = try (0..<count).map { try AppGroup("group.com.example.loadtest.s\($0)") }
     var encoding = EncodePipeline.Options()
     encoding.settings.bitrateKbps = bitrate
@@ -125,8 +139,14 @@ func runStep(
     var finals: [ShareStats] = []
     var nextSample = 1.0
     var producerCPU: [Double] = Array(repeating: 0, count: count)
-    finals = try hostShares(groups, size: size, encoding: encoding, hosts: hosts, duration: duration, onReady: startProducers, onTick: { snapshots in
+    var viewerError: Error?
+    let traces: [URL]
+    (finals, traces) = try hostShares(groups, size: size, encoding: encoding, hosts: hosts, duration: duration, janus: watch?.janus ?? [], work: work, onReady: startProducers, onTick: { snapshots in
         let elapsed = Double(MonotonicClock.now() - start) / 1e9
+        // Viewers join once the producers run and every mountpoint is open, and watch to the step's end.
+        if let viewers, elapsed >= 1, viewerError == nil {
+            do { try viewers.startIfReady(snapshots, seconds: duration - elapsed - 0.5) } catch { viewerError = error }
+        }
         if elapsed >= nextSample {
             nextSample += 1
             timeline.append(LoadTestReport.Sample(
@@ -135,7 +155,10 @@ func runStep(
         }
     })
     let seconds = Double(MonotonicClock.now() - start) / 1e9
-    let shares = zip(finals, producerCPU).map { share, cpu in
+    if let viewerError { throw UsageError("load-test: cannot start the WebRTC viewers: \(viewerError)") }
+    let watched = viewers?.results(names: groups.map(\.name), traces: traces) ?? groups.map { _ in nil }
+    let shares = zip(zip(finals, producerCPU), watched).map { pair, viewed in
+        let (share, cpu) = pair
         let written = share.totalWritten
         let dropped = share.totalDropped
         return LoadTestReport.Share(
@@ -143,7 +166,8 @@ func runStep(
             dropPercent: written == 0 ? 100 : Double(dropped) / Double(written) * 100,
             fps: Double(share.encoded?.frames ?? 0) / seconds,
             p50Milliseconds: (share.encoded?.captureToEncoded.p50 ?? 0) / 1000, p99Milliseconds: (share.encoded?.captureToEncoded.p99 ?? 0) / 1000,
-            hostCPUPercent: share.cpuSeconds / seconds * 100, producerCPUPercent: cpu / seconds * 100, latency: share.encoded?.captureToEncodedBins ?? [])
+            hostCPUPercent: share.cpuSeconds / seconds * 100, producerCPUPercent: cpu / seconds * 100, latency: share.encoded?.captureToEncodedBins ?? [],
+            viewers: viewed)
     }
     let framesIn = shares.map(\.framesIn).reduce(0, +), framesOut = shares.map(\.framesOut).reduce(0, +)
     let totalWritten = Double(framesIn)
@@ -163,22 +187,23 @@ func runStep(
 /// second; returns the final ones.
 func hostShares(
     _ groups: [AppGroup], size: (width: Int, height: Int), encoding: EncodePipeline.Options, hosts: Int, duration: Double,
-    onReady: () throws -> Void, onTick: ([ShareStats]) -> Void
-) throws -> [ShareStats] {
+    janus: [String] = [], work: URL, onReady: () throws -> Void, onTick: ([ShareStats]) -> Void
+) throws -> (finals: [ShareStats], traces: [URL]) {
+    // With Janus, each host traces every frame, for glass to glass at the viewers.
+    func trace(_ host: Int) -> URL? { janus.isEmpty ? nil : work.appendingPathComponent("trace-\(host).jsonl") }
     if hosts == 1 {
         var finals: [ShareStats] = []
-        let settings = HostSettings(
+        var settings = HostSettings(
             groups: groups, options: ShareReceiver.Options(), encoding: Array(repeating: encoding, count: groups.count), frames: nil,
             duration: duration, exitWhenFinished: false, statsPath: nil, quiet: true)
+        settings.janus = janus.compactMap { HTTPClient.URL($0).map { JanusStreaming(url: $0) } }
+        settings.tracePath = trace(0)?.path
         _ = try runHost(settings, onReady: onReady, onTick: { snapshots in
             finals = snapshots
             onTick(snapshots)
         })
-        return finals
+        return (finals, [trace(0)].compactMap { $0 })
     }
-    let work = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("frame-relay-load-\(getpid())")
-    try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: work) }
     let relay = try siblingExecutable("frame-relay")
     let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
     // The machine's cores are shared by every share, whichever host it is in.
@@ -194,10 +219,14 @@ func hostShares(
         let report = work.appendingPathComponent("host-\(host).json"), log = work.appendingPathComponent("host-\(host).log")
         let process = Process()
         process.executableURL = relay
-        process.arguments = members.flatMap { ["--app-group", groups[$0].name] } + [
+        var arguments: [String] = members.flatMap { ["--app-group", groups[$0].name] }
+        arguments += [
             "--bitrate", "\(encoding.settings.bitrateKbps)", "--frame-rate", "\(encoding.settings.frameRate)", "--threads", "\(threads)",
             "--http", "127.0.0.1:\(port)", "--report", report.path, "--exit-with-parent", "--quiet",
         ]
+        arguments += janus.flatMap { ["--janus", $0] }
+        if let trace = trace(host) { arguments += ["--trace", trace.path] }
+        process.arguments = arguments
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         process.standardError = try FileHandle(forWritingTo: log)
         try process.run()
@@ -242,7 +271,7 @@ func hostShares(
         else { throw failure(host) }
         for (member, share) in zip(shares[host], stats) { latest[member] = share }
     }
-    return latest
+    return (latest, (0..<hosts).compactMap(trace))
 }
 
 /// 127.0.0.1:`port` as an IPv4 socket address.

@@ -153,7 +153,8 @@ func runHost(
     let quiet = s.quiet
     // Janus first: each share's mountpoint says where its RTP goes.
     let mountpoints = try openMountpoints(s)
-    var streaming = s.streaming
+    // Janus alone is a stream too: a session per share for it.
+    var streaming = s.streaming ?? (mountpoints.isEmpty ? nil : s.groups.map { _ in RTPSession.Options() })
     for (index, mountpoint) in mountpoints.enumerated() {
         streaming?[index].destinations.append(try Destination("\(mountpoint.host.contains(":") ? "[\(mountpoint.host)]" : mountpoint.host):\(mountpoint.rtpPort)"))
         if !quiet {

@@ -237,4 +237,30 @@ import Testing
         print("janus restart: \(before) frames before the kill, the first after \(gap) s of the new host, \(decoded.count - before) after")
         #expect(before >= 60 && gap < 2.0 && decoded.count - before >= 60, "\(before) before, first after \(gap) s, \(decoded.count - before) after")
     }
+
+    /// A load test through Janus: 2 shares × 2 WebRTC viewers, in one host
+    /// and in two, each reporting what its viewers got.
+    @Test(arguments: [1, 2])
+    func loadTestThroughJanusReportsWhatViewersGot(hosts: Int) throws {
+        let run = inNamespace("""
+            $FR janus --address 10.200.0.1 --port 18188 > $D/janus.log 2>&1 & J=$!
+            \(waitFor("Ctrl-C", in: "$D/janus.log"))
+            $FR load-test --sessions 2 --hosts \(hosts) --janus http://10.200.0.1:18188/janus --viewers 2 --size 320x240 --fps 15 --duration 8 \
+              --report $D/load.json --html $D/load.html
+            echo "load-test exit $?"
+            kill -INT $J; wait
+            """, timeout: 120)
+        #expect(run.output.contains("load-test exit 0"), "\(run.output.suffix(1500))")
+        let report = try JSONDecoder().decode(LoadTestReport.self, from: Data(contentsOf: URL(fileURLWithPath: run.directory + "/load.json")))
+        let step = try #require(report.steps.first)
+        #expect(step.shares.count == 2)
+        for share in step.shares {
+            let viewers = try #require(share.viewers, "\(share.appGroup) has no viewer figures")
+            #expect(viewers.count == 2 && viewers.framesDecoded.allSatisfy { $0 >= 60 }, "\(share.appGroup): \(viewers)")
+            #expect(viewers.glassToGlassP50Milliseconds > 0 && viewers.glassToGlassP99Milliseconds < 1000, "\(viewers)")
+            print("janus load test, \(hosts) host(s): \(share.appGroup) viewers decoded \(viewers.framesDecoded), lost \(viewers.lostPercent) %, first picture \(Int(viewers.firstPictureMilliseconds)) ms, glass to glass p50 \(Int(viewers.glassToGlassP50Milliseconds)) ms p99 \(Int(viewers.glassToGlassP99Milliseconds)) ms")
+        }
+        let html = try String(contentsOfFile: run.directory + "/load.html", encoding: .utf8)
+        #expect(html.contains("WebRTC viewers through Janus"))
+    }
 }

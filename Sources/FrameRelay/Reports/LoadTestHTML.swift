@@ -39,6 +39,15 @@ public enum LoadTestHTML {
             rows += "<tr><td>\(s.sessions)</td><td class=\"\(s.passed ? "pass" : "fail")\">\(s.passed ? "held" : "failed")</td><td>\(s.framesIn)</td><td>\(s.framesOut)</td>"
                 + "<td>\(fixed(s.dropPercent, 2))</td><td>\(fixed(s.fps, 1))</td><td>\(fixed(s.p50Milliseconds, 1))</td><td>\(fixed(s.p99Milliseconds, 1))</td><td>\(fixed(s.hostCPUPercent, 0))</td></tr>"
         }
+        rows += "</table>"
+        // What WebRTC viewers through Janus got, per share of each step.
+        let watched = steps.sorted(by: { $0.sessions < $1.sessions }).flatMap { step in step.shares.compactMap { share in share.viewers.map { (step.sessions, share.appGroup, $0) } } }
+        guard !watched.isEmpty else { return rows }
+        rows += "<h3>WebRTC viewers through Janus</h3><table><tr><th>shares</th><th>share</th><th>viewers</th><th>frames decoded (each)</th><th>lost %</th><th>first picture ms</th><th>glass to glass p50 ms</th><th>p99 ms</th></tr>"
+        for (sessions, group, v) in watched {
+            rows += "<tr><td>\(sessions)</td><td>\(group)</td><td>\(v.count)</td><td>\(v.framesDecoded.map(String.init).joined(separator: ", "))</td><td>\(fixed(v.lostPercent, 2))</td>"
+                + "<td>\(fixed(v.firstPictureMilliseconds, 0))</td><td>\(fixed(v.glassToGlassP50Milliseconds, 1))</td><td>\(fixed(v.glassToGlassP99Milliseconds, 1))</td></tr>"
+        }
         return rows + "</table>"
     }
 

@@ -23,8 +23,11 @@ public struct LoadTestReport: Codable, Sendable {
         public var producerCPUPercent: Double
         /// Captured → encoded, the whole distribution (µs ranges).
         public var latency: [LatencyBin]
+        /// What the share's WebRTC viewers got through Janus (`--janus`, `--viewers`).
+        public var viewers: Viewers?
 
-        public init(appGroup: String, framesIn: UInt64, framesOut: UInt64, dropPercent: Double, fps: Double, p50Milliseconds: Double, p99Milliseconds: Double, hostCPUPercent: Double, producerCPUPercent: Double, latency: [LatencyBin]) {
+        public init(appGroup: String, framesIn: UInt64, framesOut: UInt64, dropPercent: Double, fps: Double, p50Milliseconds: Double, p99Milliseconds: Double, hostCPUPercent: Double, producerCPUPercent: Double, latency: [LatencyBin], viewers: Viewers? = nil) {
+            self.viewers = viewers
             self.appGroup = appGroup
             self.framesIn = framesIn
             self.framesOut = framesOut
@@ -35,6 +38,28 @@ public struct LoadTestReport: Codable, Sendable {
             self.hostCPUPercent = hostCPUPercent
             self.producerCPUPercent = producerCPUPercent
             self.latency = latency
+        }
+    }
+
+    /// What one share's WebRTC viewers got: each viewer's frames decoded,
+    /// the frames missing between the first and last stamp each saw (the
+    /// worst viewer's share of them), time to first picture (the slowest
+    /// viewer), and glass to glass (capture → decoded) over all their frames.
+    public struct Viewers: Codable, Sendable {
+        public var count: Int
+        public var framesDecoded: [Int]
+        public var lostPercent: Double
+        public var firstPictureMilliseconds: Double
+        public var glassToGlassP50Milliseconds: Double
+        public var glassToGlassP99Milliseconds: Double
+
+        public init(count: Int, framesDecoded: [Int], lostPercent: Double, firstPictureMilliseconds: Double, glassToGlassP50Milliseconds: Double, glassToGlassP99Milliseconds: Double) {
+            self.count = count
+            self.framesDecoded = framesDecoded
+            self.lostPercent = lostPercent
+            self.firstPictureMilliseconds = firstPictureMilliseconds
+            self.glassToGlassP50Milliseconds = glassToGlassP50Milliseconds
+            self.glassToGlassP99Milliseconds = glassToGlassP99Milliseconds
         }
     }
 
@@ -103,8 +128,12 @@ public struct LoadTestReport: Codable, Sendable {
         self.objective = objective
     }
 
-    /// Whether a step's every share kept drops and p99 within the objective.
+    /// Whether a step's every share kept drops and p99 within the objective,
+    /// and, where it has WebRTC viewers, so did what they saw (loss, glass to glass p99).
     public func holds(_ shares: [Share]) -> Bool {
-        !shares.isEmpty && shares.allSatisfy { $0.dropPercent < objective.maxDropPercent && $0.p99Milliseconds < objective.maxP99Milliseconds }
+        !shares.isEmpty && shares.allSatisfy { share in
+            share.dropPercent < objective.maxDropPercent && share.p99Milliseconds < objective.maxP99Milliseconds
+                && share.viewers.map { $0.lostPercent < objective.maxDropPercent && $0.glassToGlassP99Milliseconds < objective.maxP99Milliseconds && $0.framesDecoded.allSatisfy { $0 > 0 } } ?? true
+        }
     }
 }

@@ -1,0 +1,112 @@
+@preconcurrency import Glibc
+import Foundation
+import FrameRelay
+
+/// The WebRTC viewers of a load-test step: `count` aiortc viewers
+/// (scripts/webrtc-viewer) on each share's Janus mountpoint, started once
+/// the hosts have opened their mountpoints, and what they saw, with glass
+/// to glass from the hosts' per-frame traces.
+final class LoadTestViewers {
+    let count: Int
+    let script: String
+    let work: URL
+    private(set) var started = false
+    private var processes: [(share: Int, process: Process, report: URL)] = []
+
+    init(count: Int, script: String, work: URL) {
+        self.count = count
+        self.script = script
+        self.work = work
+    }
+
+    /// The viewer script: `--viewer`, or scripts/webrtc-viewer of the checkout frame-relay was built in.
+    static func findScript(_ given: String?) throws -> String {
+        if let given {
+            guard access(given, R_OK) == 0 else { throw UsageError("cannot read --viewer \(given)") }
+            return given
+        }
+        // Next to the executable, or in scripts/ of the checkout it was built in (.build/<triple>/<configuration>/).
+        var folder = try siblingExecutable("frame-relay").deletingLastPathComponent()
+        if access(folder.appendingPathComponent("webrtc-viewer").path, R_OK) == 0 { return folder.appendingPathComponent("webrtc-viewer").path }
+        for _ in 0..<4 {
+            folder = folder.deletingLastPathComponent()
+            let candidate = folder.appendingPathComponent("scripts/webrtc-viewer")
+            if access(candidate.path, R_OK) == 0 { return candidate.path }
+        }
+        throw UsageError("scripts/webrtc-viewer not found next to frame-relay or in its checkout: give --viewer PATH")
+    }
+
+    /// Starts the viewers once every share has its mountpoint; each watches for `seconds`.
+    func startIfReady(_ shares: [ShareStats], seconds: Double) throws {
+        guard !started, shares.allSatisfy({ $0.janus != nil }) else { return }
+        started = true
+        for (index, share) in shares.enumerated() {
+            guard let mountpoint = share.janus else { continue }
+            for viewer in 0..<count {
+                let report = work.appendingPathComponent("viewer-\(index)-\(viewer).json")
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+                process.arguments = [script, "--janus", mountpoint.janus, "--mountpoint", "\(mountpoint.id)", "--duration", fixed(max(1, seconds), 1), "--report", report.path]
+                let log = work.appendingPathComponent("viewer-\(index)-\(viewer).log")
+                _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+                process.standardOutput = FileHandle.nullDevice
+                process.standardError = try FileHandle(forWritingTo: log)
+                try process.run()
+                processes.append((index, process, report))
+            }
+        }
+    }
+
+    /// Waits for the viewers (at most `grace` seconds past their time) and
+    /// returns each share's figures (0 where a viewer saw nothing); `traces`
+    /// are the hosts' per-frame JSON lines, `names` the shares' App Groups.
+    func results(names: [String], traces: [URL], grace: Double = 10) -> [LoadTestReport.Viewers?] {
+        let deadline = MonotonicClock.now() + UInt64(grace * 1e9)
+        for entry in processes {
+            while entry.process.isRunning, MonotonicClock.now() < deadline { usleep(20_000) }
+            if entry.process.isRunning { entry.process.terminate() }
+            entry.process.waitUntilExit()
+        }
+        // share name → frame number → capture time
+        var captured: [String: [Int: Int]] = [:]
+        for trace in traces {
+            for line in ((try? String(contentsOf: trace, encoding: .utf8)) ?? "").split(separator: "\n") {
+                guard let record = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], let share = record["share"] as? String,
+                    let frame = record["frame"] as? Int, let time = record["captured"] as? Int
+                else { continue }
+                captured[share, default: [:]][frame] = time
+            }
+        }
+        return names.indices.map { share in
+            let mine = processes.filter { $0.share == share }
+            guard !mine.isEmpty else { return nil }
+            var decoded: [Int] = [], lost = 0.0, first = 0.0, latencies: [Double] = []
+            for entry in mine {
+                guard let report = (try? JSONSerialization.jsonObject(with: Data(contentsOf: entry.report))) as? [String: Any] else {
+                    // A viewer that failed: its own last words.
+                    let words = (try? String(contentsOf: entry.report.deletingPathExtension().appendingPathExtension("log"), encoding: .utf8))?.split(separator: "\n").last
+                    log("load-test: a viewer of \(names[share]) saw nothing: \(words.map(String.init) ?? "no report")")
+                    decoded.append(0)
+                    lost = 100
+                    continue
+                }
+                let stamps = (report["stamps"] as? [Any] ?? []).compactMap { $0 as? Int }
+                let times = report["decoded"] as? [Int] ?? []
+                decoded.append(stamps.count)
+                first = max(first, report["firstFrameMs"] as? Double ?? 0)
+                if let low = stamps.min(), let high = stamps.max() {
+                    lost = max(lost, Double(high - low + 1 - Set(stamps).count) / Double(high - low + 1) * 100)
+                } else {
+                    lost = 100
+                }
+                let frames = captured[names[share]] ?? [:]
+                for (stamp, time) in zip(stamps, times) { if let capture = frames[stamp] { latencies.append(Double(time - capture) / 1e6) } }
+            }
+            latencies.sort()
+            func percentile(_ p: Double) -> Double { latencies.isEmpty ? 0 : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
+            return LoadTestReport.Viewers(
+                count: mine.count, framesDecoded: decoded, lostPercent: lost, firstPictureMilliseconds: first,
+                glassToGlassP50Milliseconds: percentile(0.5), glassToGlassP99Milliseconds: percentile(0.99))
+        }
+    }
+}

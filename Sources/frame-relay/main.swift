@@ -198,6 +198,9 @@ func runHost(
         })
         viewer.start()
         log("viewer: \(viewer.url)   (ffplay \(viewer.url)stream.ivf)")
+        for (index, mountpoint) in mountpoints.enumerated() {
+            log("viewer over WebRTC through Janus: \(viewer.url)?mode=webrtc&share=\(index)   (mountpoint \(mountpoint.id))")
+        }
     }
     try onReady()
     var threads: [Thread] = []

@@ -41,6 +41,7 @@ import Testing
             """)
         #expect(run.status == 0, "\(run.output)")
         #expect(run.output.contains("viewer exit 0"), "\(run.output)")
+        #expect(run.output.contains("viewer over WebRTC through Janus: http://10.200.0.1:18180/?mode=webrtc&share=0   (mountpoint \(mountpoint))"), "\(run.output)")
         let viewer = try #require(try readJSON(run.directory + "/viewer.json") as? [String: Any], "\(run.output)")
         let stamps = (viewer["stamps"] as? [Any] ?? []).compactMap { $0 as? Int }
         let decoded = viewer["decoded"] as? [Int] ?? []

@@ -54,13 +54,12 @@ func runDemo(_ arguments: [String]) throws -> Int32 {
         exitWhenFinished: false, statsPath: parser.string("report"), quiet: false)
     settings.http = http
     settings.tracePath = parser.string("trace")
+    // Janus alone needs no options here: the host makes a session for each mountpoint.
     if let rtp {
-        settings.sdpPaths = ["demo.sdp"]
-    }
-    if rtp != nil || janus != nil {
         var options = RTPSession.Options()
-        options.destinations = rtp.map { [$0] } ?? []
+        options.destinations = [rtp]
         settings.streaming = [options]
+        settings.sdpPaths = ["demo.sdp"]
     }
     if let janus {
         log("demo: Janus (pid \(janus.pid)) at \(janus.url)")

@@ -37,7 +37,7 @@ public final class JanusServer {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/janus")
             process.arguments = ["-C", directory.appendingPathComponent("janus.jcfg").path, "-F", directory.path]
             let log = directory.appendingPathComponent("janus.log")
-            FileManager.default.createFile(atPath: log.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
             process.standardOutput = try FileHandle(forWritingTo: log)
             process.standardError = process.standardOutput
             process.standardInput = FileHandle.nullDevice

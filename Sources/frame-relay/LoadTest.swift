@@ -215,7 +215,12 @@ func hostShares(
         for child in children { child.process.waitUntilExit() }
     }
     for (host, members) in shares.enumerated() {
-        let port = try freeLoopbackPort()
+        let port: Int
+        do {
+            port = try SocketAddress.freeTCPPort()
+        } catch {
+            throw UsageError("no free loopback port for a load-test host: \(error)")
+        }
         let report = work.appendingPathComponent("host-\(host).json"), log = work.appendingPathComponent("host-\(host).log")
         let process = Process()
         process.executableURL = relay
@@ -281,19 +286,6 @@ func loopbackAddress(port: Int) -> sockaddr_in {
     address.sin_port = UInt16(port).bigEndian
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
     return address
-}
-
-/// A TCP port on the loopback that is free now.
-func freeLoopbackPort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = loopbackAddress(port: 0)
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-    }
-    guard fd >= 0, bound else { throw UsageError("no free loopback port for a load-test host: \(SystemError.errorName(errno))") }
-    return Int(UInt16(bigEndian: address.sin_port))
 }
 
 /// The body of `GET path` from a host's viewer on the loopback (one request, one connection), or nil.

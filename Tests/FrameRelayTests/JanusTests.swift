@@ -22,6 +22,14 @@ import Testing
         return (result.status, result.stdout + result.stderr, dir)
     }
 
+    /// `frame-relay janus` on loopback, once its API answers, and that API's URL.
+    func startJanus() throws -> (Spawned, HTTPClient.URL) {
+        let janus = Spawned(Paths.executable("frame-relay"), ["janus"])
+        try #require(janus.waitForLog("Ctrl-C"), "\(janus.stderr)")
+        let text = janus.stderr.components(separatedBy: "janus: ").dropFirst().first?.prefix { $0 != " " } ?? ""
+        return (janus, try #require(HTTPClient.URL(String(text)), "\(janus.stderr)"))
+    }
+
     /// Waits in the script until `file` contains `text` (at most 20 s).
     func waitFor(_ text: String, in file: String) -> String {
         "for i in $(seq 200); do grep -q '\(text)' \(file) && break; sleep 0.1; done"
@@ -136,13 +144,13 @@ import Testing
     /// stream, a wrong secret for the host's own): one line naming the URL
     /// and Janus's words, a non-zero exit, no mountpoint left behind.
     @Test func janusErrorsAreOneLineAndLeaveNoMountpoint() throws {
-        let janus = try JanusServer()
-        defer { janus.stop() }
+        let (janus, url) = try startJanus()
+        defer { janus.signal(SIGINT); _ = janus.wait() }
         let group = uniqueGroup("janusbad")
         let id = JanusMountpoint.id(for: group)
-        let api = janus.url.description
+        let api = url.description
         func curl(_ body: String, _ path: String) -> String {
-            run("/usr/bin/curl", ["-s", "-d", body, janus.url.with(path: path).description]).stdout
+            run("/usr/bin/curl", ["-s", "-d", body, url.with(path: path).description]).stdout
         }
         func mountpoints() -> String {
             let session = curl(#"{"janus":"create","transaction":"a"}"#, "/janus").split(separator: "\"id\": ").last?.prefix { $0.isNumber } ?? ""
@@ -178,18 +186,19 @@ import Testing
 
     /// A Janus that dies mid-stream: the host says so once and keeps its other outputs (here the recording) going.
     @Test func aJanusThatDiesMidStreamLeavesTheHostRunning() throws {
-        let janus = try JanusServer()
+        let (janus, url) = try startJanus()
         let group = uniqueGroup("janusdies")
         let dir = Paths.temporaryDirectory()
         let recording = dir.appendingPathComponent("share.ivf").path, report = dir.appendingPathComponent("host.json").path
-        let h = host([group], ["--janus", janus.url.description, "--record", recording, "--report", report, "--exit-when-finished"])
+        let h = host([group], ["--janus", url.description, "--record", recording, "--report", report, "--exit-when-finished"])
         let p = producer(group, ["--size", "320x240", "--fps", "30", "--duration", "4", "--quiet"])
         #expect(h.waitForLog("first-frame"))
         usleep(500_000)
-        janus.stop()
+        janus.signal(SIGINT)
+        #expect(janus.wait() == 0)
         #expect(p.wait() == 0)
         #expect(h.wait(timeout: 20) == 0, "\(h.stderr)")
-        #expect(h.stderr.contains("Janus \(janus.url): cannot connect: ECONNREFUSED (Connection refused); the share's other outputs go on"), "\(h.stderr)")
+        #expect(h.stderr.contains("Janus \(url): cannot connect: ECONNREFUSED (Connection refused); the share's other outputs go on"), "\(h.stderr)")
         #expect(h.stderr.contains("could not destroy Janus mountpoint"), "\(h.stderr)")
         let share = try #require(try readShareStats(report).first)
         #expect((share.encoded?.frames ?? 0) >= 100, "the recording stopped with Janus")

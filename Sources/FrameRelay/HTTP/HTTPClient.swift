@@ -1,5 +1,4 @@
 @preconcurrency import Glibc
-import Foundation
 
 /// A minimal HTTP/1.1 client for the few APIs the host talks to (Janus, a
 /// child host's viewer): one request per connection, `Connection: close`,
@@ -109,7 +108,7 @@ public enum HTTPClient {
         var index = bytes.startIndex
         while let lineEnd = bytes[index...].firstRange(of: [13, 10]) {
             let sizeText = String(decoding: bytes[index..<lineEnd.lowerBound].prefix { $0 != UInt8(ascii: ";") }, as: UTF8.self)
-            guard let size = Int(sizeText.trimmingCharacters(in: .whitespaces), radix: 16), size >= 0 else { return nil }
+            guard let size = Int(sizeText.filter { $0 != " " && $0 != "\t" }, radix: 16), size >= 0 else { return nil }
             if size == 0 { return body }
             let start = lineEnd.upperBound
             guard start + size + 2 <= bytes.endIndex else { return nil }

@@ -6,6 +6,12 @@ public struct JanusError: Error, CustomStringConvertible, Sendable {
     public var code: Int
     public var reason: String
 
+    public init(url: String, code: Int, reason: String) {
+        self.url = url
+        self.code = code
+        self.reason = reason
+    }
+
     public var description: String {
         code == 0 ? "Janus \(url): \(reason)" : "Janus \(url): error \(code): \(reason)"
     }

@@ -24,28 +24,26 @@ extension JanusStreaming {
     /// that viewers already watching keep watching.
     public func openMountpoint(for appGroup: AppGroup, secret: String?) throws(JanusError) -> JanusMountpoint {
         let id = JanusMountpoint.id(for: appGroup)
-        var request: [String: Any] = [
-            "request": "create", "type": "rtp", "id": id, "name": appGroup.name, "description": appGroup.name,
+        var request: [String: JSONValue] = [
+            "request": "create", "type": "rtp", "id": .integer(Int64(id)), "name": .string(appGroup.name), "description": .string(appGroup.name),
             "media": [["type": "video", "mid": "v", "port": 0, "rtcpport": 0, "pt": 96, "codec": "vp8"]],
         ]
-        if let secret { request["secret"] = secret }
-        if let adminKey { request["admin_key"] = adminKey }
+        if let secret { request["secret"] = .string(secret) }
+        if let adminKey { request["admin_key"] = .string(adminKey) }
         let ports: (rtp: UInt64?, rtcp: UInt64?)
         var reclaimed = false
         do {
-            let created = try call(request)
-            let port = ((created["stream"] as? [String: Any])?["ports"] as? [[String: Any]])?.first
-            ports = (Self.integer(port?["port"]), Self.integer(port?["rtcp_port"]))
+            let created = try call(.object(request))
+            let port = created["stream"]?["ports"]?.array?.first
+            ports = (port?["port"]?.unsigned, port?["rtcp_port"]?.unsigned)
         } catch where error.code == JanusError.idTaken {
-            var info: [String: Any] = ["request": "info", "id": id]
-            if let secret { info["secret"] = secret }
-            let existing = try call(info)["info"] as? [String: Any]
-            let name = existing?["name"] as? String ?? existing?["description"] as? String ?? "?"
+            let existing = try call(Self.request("info", mountpoint: id, secret: secret))["info"]
+            let name = existing?["name"]?.string ?? existing?["description"]?.string ?? "?"
             guard name == appGroup.name else {
                 throw JanusError(url: url.description, code: JanusError.idTaken, reason: "mountpoint \(id) is taken by \"\(name)\", not \(appGroup.name)")
             }
-            let media = (existing?["media"] as? [[String: Any]])?.first
-            ports = (Self.integer(media?["port"]), Self.integer(media?["rtcpport"]))
+            let media = existing?["media"]?.array?.first
+            ports = (media?["port"]?.unsigned, media?["rtcpport"]?.unsigned)
             reclaimed = true
         }
         guard let rtp = ports.rtp, let rtcp = ports.rtcp, (1...65534).contains(rtp), rtcp == rtp + 1 else {
@@ -56,15 +54,18 @@ extension JanusStreaming {
 
     /// Asks Janus about the mountpoint; throws when Janus is gone or has lost it.
     public func check(_ mountpoint: JanusMountpoint, secret: String?) throws(JanusError) {
-        var request: [String: Any] = ["request": "info", "id": mountpoint.id]
-        if let secret { request["secret"] = secret }
-        _ = try call(request)
+        _ = try call(Self.request("info", mountpoint: mountpoint.id, secret: secret))
     }
 
     /// Destroys a mountpoint this host opened.
     public func destroy(_ mountpoint: JanusMountpoint, secret: String?) throws(JanusError) {
-        var request: [String: Any] = ["request": "destroy", "id": mountpoint.id]
-        if let secret { request["secret"] = secret }
-        _ = try call(request)
+        _ = try call(Self.request("destroy", mountpoint: mountpoint.id, secret: secret))
+    }
+
+    /// A streaming-plugin request about one mountpoint.
+    private static func request(_ name: String, mountpoint id: UInt64, secret: String?) -> JSONValue {
+        var request: [String: JSONValue] = ["request": .string(name), "id": .integer(Int64(id))]
+        if let secret { request["secret"] = .string(secret) }
+        return .object(request)
     }
 }

@@ -1,7 +1,7 @@
 @preconcurrency import Glibc
 
 /// Helpers over `sockaddr_storage` holding an IPv4 or IPv6 address.
-enum SocketAddress {
+public enum SocketAddress {
     /// Whether two addresses name the same host (ports aside).
     static func sameHost(_ a: sockaddr_storage, _ b: sockaddr_storage) -> Bool {
         guard a.ss_family == b.ss_family else { return false }
@@ -35,7 +35,7 @@ enum SocketAddress {
     }
 
     /// A TCP port on `address` (IPv4) that is free now.
-    static func freeTCPPort(address: String = "127.0.0.1") throws(SystemError) -> Int {
+    public static func freeTCPPort(address: String = "127.0.0.1") throws(SystemError) -> Int {
         let fd = try valueOrErrno("socket", "tcp") { socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
         defer { close(fd) }
         var local = sockaddr_in()

@@ -1,10 +1,11 @@
 @preconcurrency import Glibc
 import Foundation
+import FrameRelay
 
 /// A Janus server of our own (Debian's `janus`): the streaming plugin and
 /// the HTTP transport only, from a configuration generated in a temporary
 /// folder. ``stop()`` (or `deinit`) ends it and removes the folder.
-public final class JanusServer {
+final class JanusServer {
     /// Its HTTP API, `http://ADDRESS:PORT/janus`.
     public let url: HTTPClient.URL
     private let process = Process()
@@ -74,7 +75,7 @@ public final class JanusServer {
         let streaming = JanusStreaming(url: url)
         while MonotonicClock.now() < deadline {
             guard process.isRunning else { break }
-            if (try? streaming.call(["request": "list"])) != nil { return }
+            if (try? streaming.ping()) != nil { return }
             usleep(50_000)
         }
         let words = ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n").suffix(3).joined(separator: " | ")

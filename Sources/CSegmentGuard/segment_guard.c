@@ -2,6 +2,7 @@
 #include "segment_guard.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -17,7 +18,9 @@ static _Atomic(uintptr_t) slot_base[SLOTS];
 static _Atomic(size_t) slot_size[SLOTS];
 static _Atomic(uint32_t) slot_faults[SLOTS];
 static struct sigaction previous;
-static atomic_flag installed = ATOMIC_FLAG_INIT;
+static pthread_once_t installed = PTHREAD_ONCE_INIT;
+static int install_status;
+static int install_errno;
 
 static void forward(int sig, siginfo_t *info, void *context) {
     if (previous.sa_flags & SA_SIGINFO) {
@@ -48,14 +51,21 @@ static void on_sigbus(int sig, siginfo_t *info, void *context) {
     forward(sig, info, context);
 }
 
-int segment_guard_install(void) {
-    if (atomic_flag_test_and_set(&installed)) return 0;
+static void install(void) {
     struct sigaction action;
     memset(&action, 0, sizeof action);
     action.sa_sigaction = on_sigbus;
     action.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&action.sa_mask);
-    return sigaction(SIGBUS, &action, &previous);
+    install_status = sigaction(SIGBUS, &action, &previous);
+    install_errno = errno;
+}
+
+int segment_guard_install(void) {
+    // Once per process; every caller, on any thread, gets the one outcome after it is known.
+    pthread_once(&installed, install);
+    if (install_status != 0) errno = install_errno;
+    return install_status;
 }
 
 int segment_guard_register(void *base, size_t size) {

@@ -110,6 +110,7 @@ func runStep(
     try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: work) }
     let viewers = watch.map { LoadTestViewers(count: $0.viewers, script: $0.script, work: work) }
+    defer { viewers?.terminateAll() }  // before the folder they write into goes
     let groups = try (0..<count).map { try AppGroup("group.com.example.loadtest.s\($0)") }
     var encoding = EncodePipeline.Options()
     encoding.settings.bitrateKbps = bitrate

@@ -57,6 +57,12 @@ final class LoadTestViewers {
         }
     }
 
+    /// Ends every viewer still running (a step that failed) and waits for it.
+    func terminateAll() {
+        for entry in processes where entry.process.isRunning { entry.process.terminate() }
+        for entry in processes { entry.process.waitUntilExit() }
+    }
+
     /// Waits for the viewers (at most `grace` seconds past their time) and
     /// returns each share's figures (0 where a viewer saw nothing); `traces`
     /// are the hosts' per-frame JSON lines, `names` the shares' App Groups.

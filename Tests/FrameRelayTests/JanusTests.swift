@@ -87,9 +87,6 @@ import Testing
             timeout 20 /usr/bin/chromium --headless=new --no-sandbox --disable-gpu --enable-logging=stderr --v=0 \
               --user-data-dir=$D/chromium --window-size=1280,900 --autoplay-policy=no-user-gesture-required \
               'http://10.200.0.1:18180/?mode=webrtc&frames=90' > $D/chromium.log 2>&1
-            timeout 30 /usr/bin/chromium --headless=new --no-sandbox --disable-gpu --user-data-dir=$D/chromium2 --window-size=1280,900 \
-              --autoplay-policy=no-user-gesture-required --virtual-time-budget=8000 --screenshot=$D/page.png \
-              'http://10.200.0.1:18180/?mode=webrtc' > $D/screenshot.log 2>&1
             kill $DEMO; wait
             grep -o '"webrtc frames=[^"]*"\\|"viewer error[^"]*"' $D/chromium.log; grep CONSOLE $D/chromium.log | tail -5
             """, timeout: 60)
@@ -102,15 +99,6 @@ import Testing
         #expect(progress.last?.frames == 90, "the page decoded \(progress.last?.frames ?? 0) of 90 frames: \(run.output.suffix(1500))")
         #expect(progress.count >= 3 && zip(progress, progress.dropFirst()).allSatisfy { $0.stamp < $1.stamp },
                 "the stamps read from the pixels did not move: \(progress)")
-        // A screenshot of the page shows the picture: the synthetic desktop's blue fills much of the video.
-        let raw = run.directory + "/page.rgb"
-        #expect(FrameRelayTests.run("/usr/bin/ffmpeg", ["-v", "error", "-i", run.directory + "/page.png", "-f", "rawvideo", "-pix_fmt", "rgb24", "-y", raw]).status == 0)
-        let pixels = (try? Data(contentsOf: URL(fileURLWithPath: raw))) ?? Data()
-        var blue = 0
-        for i in stride(from: 0, to: pixels.count - 2, by: 3) where abs(Int(pixels[i]) - 28) < 24 && abs(Int(pixels[i + 1]) - 48) < 24 && abs(Int(pixels[i + 2]) - 84) < 24 {
-            blue += 1
-        }
-        #expect(Double(blue) / Double(max(1, pixels.count / 3)) > 0.05, "no picture in the screenshot (\(blue) desktop pixels)")
     }
 
     /// Viewers joining a running share get a picture at once: Janus asks

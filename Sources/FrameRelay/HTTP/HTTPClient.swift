@@ -64,16 +64,29 @@ public enum HTTPClient {
         let resolved = getaddrinfo(url.host, String(url.port), &hints, &found)
         guard resolved == 0, let info = found else { throw fail("cannot resolve \(url.host): \(String(cString: gai_strerror(resolved)))") }
         defer { freeaddrinfo(found) }
-        let fd = socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw fail("socket: \(SystemError.errorName(errno))") }
-        defer { close(fd) }
+        let deadline = MonotonicClock.now() &+ UInt64(timeout * 1e9)
         var limit = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - timeout.rounded(.down)) * 1e6))
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-        guard connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 else {
-            throw fail("cannot connect: \(SystemError.errorName(errno))")
+        // Every address the name resolves to, in order (localhost: ::1, then 127.0.0.1).
+        var fd: Int32 = -1
+        var lastError: Int32 = 0
+        var candidate: UnsafeMutablePointer<addrinfo>? = info
+        while let address = candidate, fd < 0 {
+            candidate = address.pointee.ai_next
+            let attempt = socket(address.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard attempt >= 0 else { lastError = errno; continue }
+            setsockopt(attempt, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+            setsockopt(attempt, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+            if connect(attempt, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 {
+                fd = attempt
+            } else {
+                lastError = errno
+                close(attempt)
+            }
         }
-        var head = "\(method) \(url.path) HTTP/1.1\r\nHost: \(url.host):\(url.port)\r\nConnection: close\r\n"
+        guard fd >= 0 else { throw fail("cannot connect: \(SystemError.errorName(lastError))") }
+        defer { close(fd) }
+        let authority = url.host.contains(":") ? "[\(url.host)]:\(url.port)" : "\(url.host):\(url.port)"
+        var head = "\(method) \(url.path) HTTP/1.1\r\nHost: \(authority)\r\nConnection: close\r\n"
         if let body { head += "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n" }
         let request = Array((head + "\r\n").utf8) + (body ?? [])
         var sent = 0
@@ -85,7 +98,10 @@ public enum HTTPClient {
         }
         var response = [UInt8]()
         var buffer = [UInt8](repeating: 0, count: 65_536)
-        while response.count < 64 << 20 {
+        while true {
+            // One deadline for the whole answer, however slowly it trickles in.
+            guard MonotonicClock.now() < deadline else { throw fail("no whole answer within \(timeout) s") }
+            guard response.count < 64 << 20 else { throw fail("an answer over 64 MiB") }
             let n = recv(fd, &buffer, buffer.count, 0)
             if n < 0, errno == EINTR { continue }
             if n < 0 { throw fail(errno == EAGAIN ? "no answer within \(timeout) s" : "recv: \(SystemError.errorName(errno))") }
@@ -111,7 +127,7 @@ public enum HTTPClient {
             guard let size = Int(sizeText.filter { $0 != " " && $0 != "\t" }, radix: 16), size >= 0 else { return nil }
             if size == 0 { return body }
             let start = lineEnd.upperBound
-            guard start + size + 2 <= bytes.endIndex else { return nil }
+            guard size <= bytes.endIndex - start - 2 else { return nil }
             body += bytes[start..<(start + size)]
             index = start + size + 2
         }

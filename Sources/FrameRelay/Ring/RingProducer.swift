@@ -139,6 +139,8 @@ public final class RingProducer {
     ) throws(RingError) -> Bool {
         let bytes = buffer.byteCount
         guard bytes <= slotCapacity else { throw .frameTooLarge(bytes: bytes, capacity: slotCapacity) }
+        // Finished: the ring's name is gone on purpose, and no new ring may outlive the broadcast.
+        guard !isFinished else { return false }
         if let damage = damage() { try recreate(damage) }
         for attempt in 0..<2 {
             let slot = segment.base + RingLayout.slotOffset(producerSlot, capacity: slotCapacity)
@@ -223,12 +225,17 @@ public final class RingProducer {
     /// Replaces the ring with a fresh one in the announced state; the old
     /// name is removed if it is still the old segment's.
     private func recreate(_ reason: String) throws(RingError) {
+        // What the host asked for (stop, a frame-rate limit) carries over, when it is a value the host could have written.
+        let stop = header.stopRequested.pointee.load(ordering: .acquiring) == 1
+        let rate = header.maxFrameRate.pointee.load(ordering: .acquiring)
         segment.unlinkIfStillLinked()
         segment = try Self.makeRing(appGroup: appGroup, capacity: slotCapacity, setupInfo: setupInfo, state: announced)
         header = RingHeader(base: segment.base)
         producerSlot = SlotState.initial.producerSlot
         header.framesWritten.pointee.store(written, ordering: .relaxed)
         header.framesDropped.pointee.store(dropped, ordering: .relaxed)
+        if stop { header.stopRequested.pointee.store(1, ordering: .releasing) }
+        if rate <= RingLayout.maxRequestedFrameRate { header.maxFrameRate.pointee.store(rate, ordering: .releasing) }
         recreations += 1
         lastRecreation = reason
         nextFullCheck = 0

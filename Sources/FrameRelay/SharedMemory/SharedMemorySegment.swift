@@ -80,7 +80,12 @@ struct SharedMemorySegment: ~Copyable {
             munmap(pointer, size)
             throw SystemError("sigaction(SIGBUS)", name, code: code)
         }
-        self.guardHandle = segment_guard_register(pointer, size)
+        let handle = segment_guard_register(pointer, size)
+        guard handle >= 0 else {
+            munmap(pointer, size)
+            throw SystemError("segment_guard_register", name, code: ENOSPC)  // every guard slot is taken
+        }
+        self.guardHandle = handle
         self.name = name
         self.fd = fd
         self.size = size

@@ -64,8 +64,9 @@ public final class HTTPServer: @unchecked Sendable {
     public let port: Int
     private let listener: Int32
     private let handler: @Sendable (Request, Connection) -> Void
-    /// Connections being served now.
+    /// Connections being served now, and those of them past their head on a path other than ``reservedPaths``.
     private let active = Atomic<Int>(0)
+    private let viewing = Atomic<Int>(0)
     /// Connections still reading their request, by descriptor: when each
     /// was accepted (CLOCK_MONOTONIC ns), 0 for none, ``evicting`` while
     /// one is being shut. Atomics rather than a lock: the accept thread and
@@ -205,11 +206,16 @@ public final class HTTPServer: @unchecked Sendable {
                 drainBeforeClosing(fd)
                 return
             }
-            // Past the viewers' slots: monitoring is served; anyone else only if an idle connection makes way.
-            guard active.load(ordering: .relaxed) <= Self.maxConnections || Self.reservedPaths.contains(request.path) || evictSlowestReader() else {
-                refuse(fd, "503 Service Unavailable", "too many connections")
-                return
+            // Monitoring is always served (the accept thread keeps slots for it); anything else only within maxConnections.
+            let reserved = Self.reservedPaths.contains(request.path)
+            if !reserved {
+                guard viewing.add(1, ordering: .relaxed).newValue <= Self.maxConnections else {
+                    viewing.subtract(1, ordering: .relaxed)
+                    refuse(fd, "503 Service Unavailable", "too many connections")
+                    return
+                }
             }
+            defer { if !reserved { viewing.subtract(1, ordering: .relaxed) } }
             handler(request, Connection(fd: fd, isHead: request.method == "HEAD"))
         }
     }
@@ -224,7 +230,9 @@ public final class HTTPServer: @unchecked Sendable {
         var drained = 0
         while drained < 1 << 20, MonotonicClock.now() < deadline {
             var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&ready, 1, 100) > 0 else { continue }
+            let polled = poll(&ready, 1, 100)
+            if polled < 0, errno != EINTR { return }
+            guard polled > 0 else { continue }
             let n = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
             if n < 0, errno == EINTR || errno == EAGAIN { continue }
             guard n > 0 else { return }

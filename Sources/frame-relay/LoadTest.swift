@@ -280,36 +280,8 @@ func hostShares(
     return (latest, (0..<hosts).compactMap(trace))
 }
 
-/// 127.0.0.1:`port` as an IPv4 socket address.
-func loopbackAddress(port: Int) -> sockaddr_in {
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = UInt16(port).bigEndian
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    return address
-}
-
-/// The body of `GET path` from a host's viewer on the loopback (one request, one connection), or nil.
+/// The body of `GET path` from a host's viewer on the loopback, or nil.
 func httpGet(port: Int, path: String) -> Data? {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var timeout = timeval(tv_sec: 2, tv_usec: 0)
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    var address = loopbackAddress(port: port)
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-    }
-    let request = Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8)
-    guard connected, send(fd, request, request.count, Int32(MSG_NOSIGNAL)) == request.count else { return nil }
-    var response = Data()
-    var buffer = [UInt8](repeating: 0, count: 65536)
-    while true {
-        let n = recv(fd, &buffer, buffer.count, 0)
-        if n < 0, errno == EINTR { continue }
-        guard n > 0 else { break }
-        response.append(contentsOf: buffer[..<n])
-    }
-    guard response.starts(with: Data("HTTP/1.1 200".utf8)), let end = response.range(of: Data("\r\n\r\n".utf8)) else { return nil }
-    return response[end.upperBound...]
+    guard let response = try? HTTPClient.request("GET", HTTPClient.URL("http://127.0.0.1:\(port)\(path)")!, timeout: 2), response.status == 200 else { return nil }
+    return Data(response.body)
 }

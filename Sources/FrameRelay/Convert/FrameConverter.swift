@@ -52,29 +52,15 @@ public final class FrameConverter {
             picture = out
             input = out.encoderInput
         case .jpeg:
-            if jpeg == nil { jpeg = try JPEGDecoder() }
-            // A turbojpeg handle that failed on one frame fails the next ones
-            // with the same error: start the next frame on a fresh one.
-            var finished = false
-            defer { if !finished { jpeg = nil } }
-            let bytes = UnsafeRawBufferPointer(start: frame.payload, count: m.payloadSize)
-            let header = try jpeg!.header(bytes)
-            guard header.width == m.width, header.height == m.height else {
-                throw CodecError.invalidSetting("JPEG frame \(m.frameNumber) is \(header.width)x\(header.height), metadata says \(m.width)x\(m.height)")
-            }
-            if header.is420 {
-                let out = try reuse(&converted, m.width, m.height, .i420)
-                try jpeg!.decode(bytes, into: out)
-                picture = out
-            } else {
-                let rgb = try reuse(&decoded, m.width, m.height, .bgra)
-                try jpeg!.decode(bytes, into: rgb)
-                let out = try reuse(&converted, m.width, m.height, .i420)
-                ARGBToI420(y(rgb, 0), s(rgb, 0), y(out, 0), s(out, 0), y(out, 1), s(out, 1), y(out, 2), s(out, 2), Int32(m.width), Int32(m.height))
-                picture = out
+            do {
+                picture = try decodeJPEG(UnsafeRawBufferPointer(start: frame.payload, count: m.payloadSize), m)
+            } catch {
+                // A turbojpeg handle that failed on one frame fails the next ones
+                // with the same error: the next frame starts on a fresh one.
+                jpeg = nil
+                throw error
             }
             input = picture!.encoderInput
-            finished = true
         }
 
         if m.orientation != .up {
@@ -84,6 +70,25 @@ public final class FrameConverter {
             input = try scaleDown(input, to: maxSize)
         }
         return input
+    }
+
+    /// A JPEG frame decoded (turbojpeg) to I420, straight when it is 4:2:0,
+    /// through BGRA otherwise; its header must agree with the metadata.
+    private func decodeJPEG(_ bytes: UnsafeRawBufferPointer, _ m: FrameMetadata) throws -> PixelBuffer {
+        if jpeg == nil { jpeg = try JPEGDecoder() }
+        let header = try jpeg!.header(bytes)
+        guard header.width == m.width, header.height == m.height else {
+            throw CodecError.invalidSetting("JPEG frame \(m.frameNumber) is \(header.width)x\(header.height), metadata says \(m.width)x\(m.height)")
+        }
+        let out = try reuse(&converted, m.width, m.height, .i420)
+        if header.is420 {
+            try jpeg!.decode(bytes, into: out)
+        } else {
+            let rgb = try reuse(&decoded, m.width, m.height, .bgra)
+            try jpeg!.decode(bytes, into: rgb)
+            ARGBToI420(y(rgb, 0), s(rgb, 0), y(out, 0), s(out, 0), y(out, 1), s(out, 1), y(out, 2), s(out, 2), Int32(m.width), Int32(m.height))
+        }
+        return out
     }
 
     /// BGRA → I420 with libyuv; large pictures in `bands` horizontal bands

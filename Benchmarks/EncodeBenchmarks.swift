@@ -122,18 +122,16 @@ func plainConvert(_ bgra: PixelBuffer, into i420: PixelBuffer) -> UInt64 {
 final class RelayPath {
     let producer: RingProducer
     let host: RingHost
-    let pipeline: EncodePipeline
+    let pipeline: SharePipeline
+    private(set) var latency = ShareLatency()
 
     init(capacity: Int, settings: VP8Settings, transport: RTPSession? = nil) throws {
         let group = try AppGroup("group.bench.framerelay.encode")  // fixed: a crashed run's segment is reclaimed by the next
         producer = try RingProducer(appGroup: group, slotCapacity: capacity)
         host = RingHost(appGroup: group)
-        var options = EncodePipeline.Options()
+        var options = SharePipeline.Options()
         options.settings = settings
-        pipeline = try EncodePipeline(options: options)
-        if let transport {
-            pipeline.onEncoded = { frame, metadata in transport.send(frame, captureTime: metadata.captureTime) }
-        }
+        pipeline = try SharePipeline(options: options, rtp: transport)
     }
 
     deinit {
@@ -152,8 +150,10 @@ final class RelayPath {
         while true {
             switch try host.next(timeoutNanoseconds: 100_000_000) {
             case .frame(let view):
-                try pipeline.process(view, takenTime: MonotonicClock.now())
+                var frame = HostFrame(view, taken: MonotonicClock.now())
+                try pipeline.process(&frame)
                 let end = MonotonicClock.now()
+                latency.record(frame.timing)
                 return (end - takeStart, end - entry, write)
             case .invalidFrame(let reason): throw UsageError("benchmark frame invalid: \(reason)")
             default: continue
@@ -214,7 +214,7 @@ func encodeBenchmarks(quick: Bool, clip: String?) throws -> [BenchmarkResult] {
                 extra: String(format: "plain encode p99 %.0f µs", plainEncodes.percentile(99))))
             results.append(BenchmarkResult(name: name + ".added_latency.p50", unit: "us", value: added.percentile(50),
                 extra: String(format: "relay capture→encoded minus the plain loop's (same frame, same job); convert p50 %.0f µs, ring write p50 %.0f µs",
-                              relay.pipeline.summary.convert.p50, writes.percentile(50))))
+                              relay.latency.convertSummary.p50, writes.percentile(50))))
             if format == .bgra {
                 results.append(BenchmarkResult(name: name + ".added_latency_over_encode_alone.p50", unit: "us", value: addedOverEncode.percentile(50),
                     extra: "relay capture→encoded minus plain libvpx's encode alone: conversion counted as added"))
@@ -250,7 +250,7 @@ func streamingBenchmarks(quick: Bool, clip: String?) throws -> [BenchmarkResult]
             _ = transport.poll(now: MonotonicClock.now())
             if n >= 5 { plainTimes.add(Double(p) / 1000) }
         }
-        let sent = transport.summary.captureToSent
+        let sent = relay.latency.captureToSentSummary
         let name = "stream.\(source).\(width)x\(height)p30"
         results.append(BenchmarkResult(name: name + ".capture_to_sent.p50", unit: "us", value: sent.p50,
             extra: String(format: "plain libvpx encode p50 %.0f µs: +%.0f µs", plainTimes.percentile(50), sent.p50 - plainTimes.percentile(50))))

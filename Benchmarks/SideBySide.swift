@@ -154,8 +154,9 @@ struct SideBySide {
             try encoder.encode(EncoderInput(frame.format == .bgra ? picture : frame), captureTime: media) { packet in
                 if keep, timing.encoded == 0 { timing.encoded = MonotonicClock.now() }
                 rtp.send(packet, captureTime: media)
+                if keep { timing.sent = MonotonicClock.now() }
             }
-            if keep { timing.sent = rtp.lastSent; trace.append(timing) }
+            if keep { trace.append(timing) }
         }
         if keep {
             try trace.map { $0.jsonLine(share: "plain") }.joined().write(to: work.appendingPathComponent("plain-trace.jsonl"), atomically: true, encoding: .utf8)

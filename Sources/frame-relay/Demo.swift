@@ -47,7 +47,7 @@ func runDemo(_ arguments: [String]) throws -> Int32 {
         "--app-group", group.name, "--source", source, "--size", parser.string("size")!,
         "--fps", parser.string("fps")!, "--format", parser.string("format")!, "--exit-with-parent",
     ]
-    var encoding = EncodePipeline.Options()
+    var encoding = SharePipeline.Options()
     encoding.settings.keyframeInterval = try parser.double("keyframe-interval", in: 0...3600)!
     var settings = HostSettings(
         groups: [group], options: ShareReceiver.Options(), encoding: [encoding], frames: nil, duration: duration,

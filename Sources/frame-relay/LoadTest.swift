@@ -112,7 +112,7 @@ func runStep(
     let viewers = watch.map { LoadTestViewers(count: $0.viewers, script: $0.script, work: work) }
     defer { viewers?.terminateAll() }  // before the folder they write into goes
     let groups = try (0..<count).map { try AppGroup("group.com.example.loadtest.s\($0)") }
-    var encoding = EncodePipeline.Options()
+    var encoding = SharePipeline.Options()
     encoding.settings.bitrateKbps = bitrate
     encoding.settings.frameRate = fps
     encoding.settings.concurrentEncoders = count
@@ -187,7 +187,7 @@ func runStep(
 /// with every share's statistics, in `groups` order, at least once a
 /// second; returns the final ones.
 func hostShares(
-    _ groups: [AppGroup], size: (width: Int, height: Int), encoding: EncodePipeline.Options, hosts: Int, duration: Double,
+    _ groups: [AppGroup], size: (width: Int, height: Int), encoding: SharePipeline.Options, hosts: Int, duration: Double,
     janus: [String] = [], work: URL, onReady: () throws -> Void, onTick: ([ShareStats]) -> Void
 ) throws -> (finals: [ShareStats], traces: [URL]) {
     // With Janus, each host traces every frame, for glass to glass at the viewers.

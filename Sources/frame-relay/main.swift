@@ -16,7 +16,7 @@ struct HostSettings {
     var groups: [AppGroup]
     var options: ShareReceiver.Options
     /// One pipeline's options per group; nil when not encoding.
-    var encoding: [EncodePipeline.Options]?
+    var encoding: [SharePipeline.Options]?
     /// One stream's options per group; nil when not streaming.
     var streaming: [RTPSession.Options]? = nil
     var sdpPaths: [String] = []
@@ -79,9 +79,9 @@ func hostSettings(_ parser: OptionParser) throws -> HostSettings {
     options.workNanoseconds = UInt64((try parser.double("work-ms", in: 0...10_000) ?? 0) * 1e6)
     options.maxFrameRate = try parser.int("max-fps", in: 1...RingLayout.maxRequestedFrameRate)
     options.stopAfter = try parser.int("stop-after", in: 1...Int.max).map(UInt64.init)
-    var encoding: [EncodePipeline.Options]?
+    var encoding: [SharePipeline.Options]?
     if !parser.flag("no-encode") {
-        var pipeline = EncodePipeline.Options()
+        var pipeline = SharePipeline.Options()
         pipeline.settings.bitrateKbps = try parser.int("bitrate", in: 1...100_000)!
         pipeline.settings.frameRate = try parser.int("frame-rate", in: 1...240)!
         pipeline.settings.keyframeInterval = try parser.double("keyframe-interval", in: 0...3600)!
@@ -179,8 +179,6 @@ func runHost(
         }
         if !text.isEmpty { traceFile.write(Data(text.utf8)) }
     }
-    // Pipelines first: bad settings and unwritable recordings fail before any frame.
-    let pipelines = try s.encoding.map { try $0.map { try EncodePipeline(options: $0) } }
     let transports = try streaming.map { try $0.map { try RTPSession(options: $0) } }
     for (index, path) in s.sdpPaths.enumerated() {
         guard let session = transports?[index] else { break }
@@ -192,9 +190,13 @@ func runHost(
         }
     }
     let broadcasts = s.http == nil ? nil : receivers.map { _ in FrameBroadcast() }
+    // Pipelines before the viewer: bad settings and unwritable recordings fail before any frame.
+    let pipelines = try s.encoding.map {
+        try $0.enumerated().map { index, options in try SharePipeline(options: options, rtp: transports?[index], viewers: broadcasts?[index]) }
+    }
     if let http = s.http, let broadcasts {
         let viewer = try ViewerServer(address: http.address, port: http.port, shares: zip(receivers, broadcasts).map { receiver, broadcast in
-            ViewerServer.Share(appGroup: receiver.appGroup.name, broadcast: broadcast, stats: { receiver.snapshot })
+            ViewerServer.Share(appGroup: receiver.appGroup.name, broadcast: broadcast, keyframes: receiver.keyframes, stats: { receiver.snapshot })
         })
         viewer.start()
         log("viewer: \(viewer.url)   (ffplay \(viewer.url)stream.ivf)")
@@ -207,11 +209,9 @@ func runHost(
     let done = Atomic<Int>(0)
     for (index, receiver) in receivers.enumerated() {
         let pipeline = UncheckedBox(pipelines?[index])
-        let transport = UncheckedBox(transports?[index])
-        let broadcast = broadcasts?[index]
         let thread = Thread {
             do {
-                try receiver.run(shouldStop: { stop.load(ordering: .relaxed) }, pipeline: pipeline.value, transport: transport.value, broadcast: broadcast)
+                try receiver.run(shouldStop: { stop.load(ordering: .relaxed) }, pipeline: pipeline.value)
             } catch {
                 failure.withLock { $0 = "\(error)" }
             }

@@ -2,18 +2,19 @@
 import Synchronization
 
 /// The host's loop for one App Group: follows the producer, takes each
-/// newest frame, hands it to `onFrame`, and keeps the share's statistics.
+/// newest frame and sends it down the share's ``SharePipeline``, reads the
+/// keyframe requests, and keeps the share's statistics.
 ///
 /// The frame loop allocates nothing and takes no lock per frame; it copies
 /// its statistics into ``snapshot`` a few times a second.
 public final class ShareReceiver: @unchecked Sendable {
     // @unchecked Sendable: `host` and the loop state are touched only by the
-    // thread running `run`; other threads read `published` under its lock.
+    // thread running `run`; other threads read `published` under its lock and
+    // ask for keyframes through `keyframes`.
     public let appGroup: AppGroup
     private let host: RingHost
     private var stats: ShareStats
-    private var captureToTaken = LatencyHistogram()
-    private var handoff = LatencyHistogram()
+    private var latency = ShareLatency()
     private let published: Locked<ShareStats>
     private let log: @Sendable (String) -> Void
     private var lastGeometry: (Int, Int, PixelFormat, Orientation)?
@@ -21,14 +22,9 @@ public final class ShareReceiver: @unchecked Sendable {
     private var windowFrames = 0
     private var awaitingFirstFrame = false
     private var recentWindowStart = MonotonicClock.now()
-    private var pipeline: EncodePipeline?
+    private var pipeline: SharePipeline?
     /// Keyframes asked for (PLI or FIR from a receiver, a viewer joining) and not yet made.
-    private var receiverAsked = false
-    private var viewerAsked = false
-    private var lastKeyframeRequest: UInt64 = 0
-    /// At most one asked-for keyframe in this time; a later ask waits, it is not lost.
-    static let keyframeRequestInterval: UInt64 = 200_000_000
-    private var transport: RTPSession?
+    public let keyframes = KeyframeRequests()
 
     /// Options for what the host does beyond taking frames.
     public struct Options: Sendable {
@@ -65,20 +61,12 @@ public final class ShareReceiver: @unchecked Sendable {
     /// Whether the producer finished its broadcast (and no new one attached since).
     public private(set) var producerFinished = false
 
-    /// Runs until `shouldStop` returns true, handing each frame to `onFrame`.
-    public func run(
-        shouldStop: () -> Bool, pipeline: EncodePipeline? = nil, transport: RTPSession? = nil, broadcast: FrameBroadcast? = nil
-    ) throws {
+    /// Runs until `shouldStop` returns true, sending each frame down `pipeline`.
+    public func run(shouldStop: () -> Bool, pipeline: SharePipeline? = nil) throws {
         self.pipeline = pipeline
-        self.transport = transport
-        if let pipeline, transport != nil || broadcast != nil {
-            pipeline.onEncoded = { frame, metadata in
-                transport?.send(frame, captureTime: metadata.captureTime)
-                broadcast?.append(frame, width: pipeline.encoder.width, height: pipeline.encoder.height)
-            }
-        }
+        let rtp = pipeline?.rtp
         // With a stream to serve, wake often enough to answer RTCP between frames.
-        let idleTimeout: UInt64 = transport == nil && broadcast == nil ? 100_000_000 : 10_000_000
+        let idleTimeout: UInt64 = rtp == nil && pipeline?.viewers == nil ? 100_000_000 : 10_000_000
         defer {
             host.detach()
             pipeline?.finish()
@@ -88,32 +76,29 @@ public final class ShareReceiver: @unchecked Sendable {
         while !shouldStop() {
             let event = try host.next(timeoutNanoseconds: idleTimeout)
             let polled = MonotonicClock.now()
-            if let transport, transport.poll(now: polled) { receiverAsked = true }
-            if let broadcast, broadcast.keyframeWanted.exchange(false, ordering: .relaxed) { viewerAsked = true }
-            if receiverAsked || viewerAsked, polled &- lastKeyframeRequest >= Self.keyframeRequestInterval {
-                lastKeyframeRequest = polled
+            if let rtp, rtp.poll(now: polled) { keyframes.ask(.receiver) }
+            if let reasons = keyframes.take(now: polled) {
                 pipeline?.requestKeyframe()
-                if receiverAsked { record("keyframe-request", "PLI or FIR from a receiver") }
-                receiverAsked = false
-                viewerAsked = false
+                if reasons.contains(.receiver) { record("keyframe-request", "PLI or FIR from a receiver") }
             }
             switch event {
-            case .frame(let frame):
-                let now = MonotonicClock.now()
+            case .frame(let view):
+                var frame = HostFrame(view, taken: MonotonicClock.now())
                 stats.taken += 1
                 windowFrames += 1
-                captureToTaken.record(now &- frame.metadata.captureTime)
-                handoff.record(now &- frame.metadata.publishTime)
                 noteGeometry(frame.metadata)
                 if awaitingFirstFrame {
                     awaitingFirstFrame = false
                     record("first-frame", "frame \(frame.metadata.frameNumber)")
                 }
                 do {
-                    try pipeline?.process(frame, takenTime: now)
-                    if let trace { trace.push(timing(of: frame, taken: now)) }
+                    try pipeline?.process(&frame)
+                    latency.record(frame.timing)
+                    trace?.push(frame.timing)
                 } catch let invalid as InvalidFrame {
                     // One bad frame: counted and skipped; the share goes on, and so do the others.
+                    frame.timing.encoded = 0
+                    latency.record(frame.timing)
                     noteInvalid(invalid)
                 }
                 if options.workNanoseconds > 0 { MonotonicClock.sleep(nanoseconds: options.workNanoseconds) }
@@ -155,21 +140,6 @@ public final class ShareReceiver: @unchecked Sendable {
         }
     }
 
-    /// The frame's time at every stage, for `--trace`.
-    private func timing(of frame: FrameView, taken: UInt64) -> FrameTiming {
-        var timing = FrameTiming()
-        timing.frame = frame.metadata.frameNumber
-        timing.captured = frame.metadata.captureTime
-        timing.published = frame.metadata.publishTime
-        timing.taken = taken
-        timing.converted = pipeline?.lastConverted ?? 0
-        timing.encoded = pipeline?.lastEncoded ?? 0
-        // A frame the encoder dropped was never sent: keep 0 rather than the previous frame's time.
-        let sent = transport?.lastSent ?? 0
-        timing.sent = sent >= timing.encoded ? sent : 0
-        return timing
-    }
-
     private func noteInvalid(_ reason: InvalidFrame) {
         stats.invalid += 1
         if case .checksumMismatch = reason { stats.checksumFailures += 1 }
@@ -204,14 +174,13 @@ public final class ShareReceiver: @unchecked Sendable {
         var cpu = timespec()
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu)
         stats.cpuSeconds = Double(cpu.tv_sec) + Double(cpu.tv_nsec) / 1e9
-        stats.captureToTaken = captureToTaken.summary
-        stats.handoff = handoff.summary
-        stats.encoded = pipeline?.summary
-        if now &- recentWindowStart >= 1_000_000_000, let pipeline {
+        stats.encoded = pipeline?.stats
+        stats.transport = pipeline?.rtp?.summary
+        latency.fill(&stats)
+        if now &- recentWindowStart >= 1_000_000_000, pipeline != nil {
             recentWindowStart = now
-            stats.recentCaptureToEncoded = pipeline.takeRecentLatency()
+            stats.recentCaptureToEncoded = latency.takeRecentCaptureToEncoded()
         }
-        stats.transport = transport?.summary
         let copy = stats
         published.withLock { $0 = copy }
     }

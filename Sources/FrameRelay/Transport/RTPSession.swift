@@ -44,9 +44,6 @@ public final class RTPSession {
     private var lastFIRSequence: UInt8?
     private var feedback = RTCP.Feedback()
     public private(set) var stats = TransportStats()
-    /// When the last packet of the last frame went out (CLOCK_MONOTONIC ns).
-    public private(set) var lastSent: UInt64 = 0
-    private var sentLatency = LatencyHistogram()
 
     /// Opens the sockets; throws a ``SystemError`` naming the failing call.
     public init(options: Options) throws {
@@ -151,8 +148,6 @@ public final class RTPSession {
         }
         stats.frames += 1
         if frame.isKeyframe { stats.keyframes += 1 }
-        lastSent = MonotonicClock.now()
-        sentLatency.record(lastSent &- captureTime)
     }
 
     private func transmit(_ packet: UnsafeRawBufferPointer) {
@@ -231,10 +226,9 @@ public final class RTPSession {
         stats.senderReports += 1
     }
 
-    /// Statistics with the capture → last packet sent percentiles.
+    /// Statistics with the stream's SSRC.
     public var summary: TransportStats {
         var s = stats
-        s.captureToSent = sentLatency.summary
         s.ssrc = ssrc
         return s
     }
@@ -279,6 +273,6 @@ public struct TransportStats: Sendable, Codable {
     public var nacked: UInt64 = 0
     public var retransmitted: UInt64 = 0
     public var lastFractionLost: Double = 0
-    /// Capture → last packet sent (µs).
+    /// Capture → last packet sent (µs), from the share's frame timings.
     public var captureToSent = LatencySummary(count: 0, p50: 0, p90: 0, p99: 0, max: 0, mean: 0)
 }

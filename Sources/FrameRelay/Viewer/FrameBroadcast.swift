@@ -38,8 +38,6 @@ public final class FrameBroadcast: @unchecked Sendable {
     /// Frames published so far (the next sequence number).
     private let published = Atomic<UInt64>(0)
     private let lastKeyframe = Atomic<UInt64>(.max)
-    /// Set by a new viewer; the writer's side turns it into a keyframe request.
-    public let keyframeWanted = Atomic<Bool>(false)
     /// The low 32 bits of ``count``, a futex word readers sleep on, and how
     /// many sleep: the writer wakes them only when someone waits.
     private let frameWord: UnsafeMutablePointer<Atomic<UInt32>>

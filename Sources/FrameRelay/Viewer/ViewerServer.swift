@@ -11,11 +11,14 @@ public final class ViewerServer: Sendable {
         public let appGroup: String
         public let broadcast: FrameBroadcast
         public let stats: @Sendable () -> ShareStats
+        /// Where a viewer that needs a keyframe asks the share's loop for one.
+        public let keyframes: KeyframeRequests
         /// The last snapshot and when it was made.
         let snapshots = SnapshotCache()
-        public init(appGroup: String, broadcast: FrameBroadcast, stats: @escaping @Sendable () -> ShareStats) {
+        public init(appGroup: String, broadcast: FrameBroadcast, keyframes: KeyframeRequests, stats: @escaping @Sendable () -> ShareStats) {
             self.appGroup = appGroup
             self.broadcast = broadcast
+            self.keyframes = keyframes
             self.stats = stats
         }
     }
@@ -78,7 +81,7 @@ public final class ViewerServer: Sendable {
             _ = connection.startStream(contentType: "video/x-ivf")
             return
         }
-        share.broadcast.keyframeWanted.store(true, ordering: .relaxed)
+        share.keyframes.ask(.viewer)
         guard let first = waitForKeyframe(share.broadcast, after: share.broadcast.count) else {
             connection.respond(status: "503 Service Unavailable", contentType: "text/plain", body: Array("no stream yet\n".utf8))
             return
@@ -94,7 +97,7 @@ public final class ViewerServer: Sendable {
                 got = try share.broadcast.read(next, into: &frame)
             } catch {
                 // Fell behind: start again from a new keyframe.
-                share.broadcast.keyframeWanted.store(true, ordering: .relaxed)
+                share.keyframes.ask(.viewer)
                 guard let resync = waitForKeyframe(share.broadcast, after: share.broadcast.count) else { return }
                 next = resync
                 continue
@@ -140,7 +143,7 @@ public final class ViewerServer: Sendable {
 
     private static func makeSnapshot(_ share: Share) -> [UInt8]? {
         // The newest keyframe held is where decoding starts; only without one is a keyframe asked for.
-        if share.broadcast.startSequence == nil { share.broadcast.keyframeWanted.store(true, ordering: .relaxed) }
+        if share.broadcast.startSequence == nil { share.keyframes.ask(.viewer) }
         let deadline = MonotonicClock.now() + 2_000_000_000
         while share.broadcast.startSequence == nil, MonotonicClock.now() < deadline { usleep(10_000) }
         guard let start = share.broadcast.startSequence, let decoder = try? VP8Decoder() else { return nil }

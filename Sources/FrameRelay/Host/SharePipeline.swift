@@ -1,8 +1,9 @@
 @preconcurrency import Glibc
 
-/// The host's work on each taken frame: convert if needed, encode VP8,
-/// record, with a timestamp at every stage kept in fixed-memory histograms.
-public final class EncodePipeline {
+/// One share's frame path after the take, in one visible sequence:
+/// convert if needed → encode VP8 → outputs (recording, RTP, viewers), each
+/// stage's time written on the frame itself.
+public final class SharePipeline {
     /// What to encode and where to put it.
     public struct Options: Sendable {
         public var settings = VP8Settings()
@@ -16,22 +17,15 @@ public final class EncodePipeline {
     public let encoder: VP8Encoder
     private let converter: FrameConverter
     private let recorder: IVFWriter?
+    /// The share's RTP stream and live viewers, when it has them.
+    public let rtp: RTPSession?
+    public let viewers: FrameBroadcast?
     private var sizeWritten = false
     private(set) var stats = EncodeStats()
-    private var convertTime = LatencyHistogram()
-    private var encodeTime = LatencyHistogram()
-    private var captureToEncoded = LatencyHistogram()
-    private var recentCaptureToEncoded = LatencyHistogram()
-    private var firstPts: Int64?
-    /// Stage times of the last frame processed (CLOCK_MONOTONIC ns).
-    public private(set) var lastConverted: UInt64 = 0
-    public private(set) var lastEncoded: UInt64 = 0
-    /// Called with every encoded frame (for transports), during the frame's processing.
-    public var onEncoded: ((EncodedFrame, FrameMetadata) throws -> Void)?
 
     /// Validates the settings and opens the recording now, so that a bad
     /// setting or an unwritable path fails before any frame arrives.
-    public init(options: Options) throws {
+    public init(options: Options, rtp: RTPSession? = nil, viewers: FrameBroadcast? = nil) throws {
         encoder = try VP8Encoder(settings: options.settings)
         if let maxSize = options.maxSize {
             guard (2...FrameMetadata.maxDimension).contains(maxSize.width), (2...FrameMetadata.maxDimension).contains(maxSize.height) else {
@@ -50,46 +44,51 @@ public final class EncodePipeline {
         } else {
             recorder = nil
         }
+        self.rtp = rtp
+        self.viewers = viewers
     }
 
-    /// Converts, encodes and records one frame taken at `takenTime`.
+    /// Converts, encodes and hands one frame to every output, stamping
+    /// `frame.timing` at each stage (``FrameTiming/sent`` stays 0 when
+    /// nothing went out: no RTP, or the encoder dropped the frame).
     ///
     /// A frame whose content cannot be converted or encoded (a JPEG that
     /// disagrees with its metadata, a corrupt one, a size libvpx refuses)
     /// throws ``InvalidFrame/undecodable(frameNumber:reason:)``: one bad
     /// frame, to count and skip. Anything else it throws (writing the
     /// recording) is about this host's own outputs.
-    public func process(_ frame: FrameView, takenTime: UInt64) throws {
+    public func process(_ frame: inout HostFrame) throws {
+        let metadata = frame.metadata
         let input: EncoderInput
         do {
-            input = try converter.convert(frame)
+            input = try converter.convert(frame.view)
         } catch {
-            throw InvalidFrame.undecodable(frameNumber: frame.metadata.frameNumber, reason: "\(error)")
+            throw InvalidFrame.undecodable(frameNumber: metadata.frameNumber, reason: "\(error)")
         }
-        let converted = MonotonicClock.now()
+        frame.timing.converted = MonotonicClock.now()
         if let recorder, !sizeWritten {
             recorder.setDimensions(width: input.width, height: input.height)
             sizeWritten = true
         }
         // "Encoded" is when libvpx hands over the frame, before it is recorded or sent.
         var encoded: UInt64 = 0
+        var sent: UInt64 = 0
         do {
-            try encoder.encode(input, captureTime: frame.metadata.captureTime) { packet in
+            try encoder.encode(input, captureTime: metadata.captureTime) { packet in
                 if encoded == 0 { encoded = MonotonicClock.now() }
-                try recorder?.write(packet)
                 stats.bytes += UInt64(packet.bytes.count)
-                try onEncoded?(packet, frame.metadata)
+                try recorder?.write(packet)
+                if let rtp {
+                    rtp.send(packet, captureTime: metadata.captureTime)
+                    sent = MonotonicClock.now()
+                }
+                viewers?.append(packet, width: encoder.width, height: encoder.height)
             }
         } catch let error as CodecError {
-            throw InvalidFrame.undecodable(frameNumber: frame.metadata.frameNumber, reason: "\(error)")
+            throw InvalidFrame.undecodable(frameNumber: metadata.frameNumber, reason: "\(error)")
         }
-        if encoded == 0 { encoded = MonotonicClock.now() }  // the encoder dropped the frame
-        lastConverted = converted
-        lastEncoded = encoded
-        convertTime.record(converted &- takenTime)
-        encodeTime.record(encoded &- converted)
-        captureToEncoded.record(encoded &- frame.metadata.captureTime)
-        recentCaptureToEncoded.record(encoded &- frame.metadata.captureTime)
+        frame.timing.encoded = encoded == 0 ? MonotonicClock.now() : encoded  // 0: the encoder dropped the frame
+        frame.timing.sent = sent
         stats.frames = encoder.framesEncoded
         stats.keyframes = encoder.keyframes
         stats.width = input.width
@@ -97,25 +96,8 @@ public final class EncodePipeline {
         stats.threads = encoder.threads
     }
 
-    /// Capture → encoded over the frames since the last call (a window of the run), then starts a new window.
-    public func takeRecentLatency() -> LatencySummary {
-        let summary = recentCaptureToEncoded.summary
-        recentCaptureToEncoded = LatencyHistogram()
-        return summary
-    }
-
     /// Makes the next frame a keyframe.
     public func requestKeyframe() { encoder.requestKeyframe() }
-
-    /// Statistics with current percentiles.
-    public var summary: EncodeStats {
-        var s = stats
-        s.convert = convertTime.summary
-        s.encode = encodeTime.summary
-        s.captureToEncoded = captureToEncoded.summary
-        s.captureToEncodedBins = captureToEncoded.bins()
-        return s
-    }
 
     /// Closes the recording (writes its frame count).
     public func finish() { recorder?.finish() }

@@ -125,13 +125,16 @@ final class RelayPath {
     let pipeline: SharePipeline
     private(set) var latency = ShareLatency()
 
-    init(capacity: Int, settings: VP8Settings, transport: RTPSession? = nil) throws {
-        let group = try AppGroup("group.bench.framerelay.encode")  // fixed: a crashed run's segment is reclaimed by the next
+    /// `encodeEveryFrame`: as the plain loop does (the comparisons); otherwise only what changed.
+    init(capacity: Int, settings: VP8Settings, transport: RTPSession? = nil, viewers: FrameBroadcast? = nil, encodeEveryFrame: Bool = true,
+         group: String = "group.bench.framerelay.encode") throws {
+        let group = try AppGroup(group)  // fixed names: a crashed run's segment is reclaimed by the next
         producer = try RingProducer(appGroup: group, slotCapacity: capacity)
         host = RingHost(appGroup: group)
         var options = SharePipeline.Options()
         options.settings = settings
-        pipeline = try SharePipeline(options: options, rtp: transport)
+        options.encodeEveryFrame = encodeEveryFrame
+        pipeline = try SharePipeline(options: options, rtp: transport, viewers: viewers)
     }
 
     deinit {
@@ -141,25 +144,35 @@ final class RelayPath {
 
     /// Publishes and relays one frame stamped `captureTime` (the encoder's
     /// clock, as the plain loop's); returns host-side ns, publish → encoded ns
-    /// measured from this call, and the ring write's ns.
-    func relay(_ frame: PixelBuffer, number: Int, captureTime: UInt64) throws -> (host: UInt64, endToEnd: UInt64, write: UInt64) {
+    /// measured from this call, the ring write's ns, the host side's CPU ns
+    /// on this thread, and whether the frame was encoded (not skipped).
+    func relay(_ frame: PixelBuffer, number: Int, captureTime: UInt64) throws -> (host: UInt64, endToEnd: UInt64, write: UInt64, cpu: UInt64, encoded: Bool) {
         let entry = MonotonicClock.now()
         try producer.publish(frame, frameNumber: UInt64(number), captureTime: captureTime)
         let takeStart = MonotonicClock.now()
         let write = takeStart - entry
+        let cpuStart = threadCPUTime()
         while true {
             switch try host.next(timeoutNanoseconds: 100_000_000) {
             case .frame(let view):
                 var frame = HostFrame(view, taken: MonotonicClock.now())
                 try pipeline.process(&frame)
                 let end = MonotonicClock.now()
+                let cpu = threadCPUTime() - cpuStart
                 latency.record(frame.timing)
-                return (end - takeStart, end - entry, write)
+                return (end - takeStart, end - entry, write, cpu, frame.timing.encoded != 0)
             case .invalidFrame(let reason): throw UsageError("benchmark frame invalid: \(reason)")
             default: continue
             }
         }
     }
+}
+
+/// CPU time of the calling thread (ns).
+func threadCPUTime() -> UInt64 {
+    var time = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+    return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
 }
 
 /// Plain libvpx and the relay side by side on the same frames, frame by

@@ -235,7 +235,8 @@ struct SideBySide {
         let host = try launch("frame-relay", [
             // Screen-content mode 0: ffmpeg and GStreamer cannot set it, so all four encode alike.
             "--app-group", group.name, "--rtp", "127.0.0.1:\(port)", "--bitrate", "\(bitrate)", "--screen-content-mode", "0", "--threads", "\(threads)",
-            "--frame-rate", "\(mediaRate)",
+            // Every frame encoded whole, as the other three do.
+            "--frame-rate", "\(mediaRate)", "--encode-every-frame",
             "--exit-when-finished", "--quiet",
         ] + (keep ? ["--trace", work.appendingPathComponent("ours-trace.jsonl").path] : []))
         usleep(500_000)

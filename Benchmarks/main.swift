@@ -36,6 +36,7 @@ func main() throws -> Int32 {
     try runner.run("producer.peak_rss") { try producerPeakRSS(quick: runner.quick) }
     try runner.run("encode") { try encodeBenchmarks(quick: runner.quick, clip: parser.string("clip")) }
     try runner.run("stream") { try streamingBenchmarks(quick: runner.quick, clip: parser.string("clip")) }
+    try runner.run("content") { try contentBenchmarks(quick: runner.quick, clip: parser.string("clip")) }
     if parser.flag("side-by-side") {
         guard let clip = parser.string("clip") else { throw UsageError("--side-by-side needs --clip PATH") }
         let fps = try parser.double("side-fps", in: 0...240)!

@@ -62,3 +62,19 @@ static inline vpx_codec_err_t cvpx_screen_share_controls(vpx_codec_ctx_t *ctx, i
     if ((err = vpx_codec_control_(ctx, VP8E_SET_TOKEN_PARTITIONS, VP8_ONE_TOKENPARTITION)) != VPX_CODEC_OK) return err;
     return vpx_codec_control_(ctx, VP8E_SET_MAX_INTRA_BITRATE_PCT, max_intra_pct);
 }
+
+/// Encodes only the macroblocks marked 1 in `map` (rows × cols, one byte
+/// each) in the next inter frames; the others are coded as unchanged. A
+/// NULL map encodes every macroblock again.
+static inline vpx_codec_err_t cvpx_set_active_map(vpx_codec_ctx_t *ctx, unsigned char *map, unsigned rows, unsigned cols) {
+    vpx_active_map_t active = { map, rows, cols };
+    return vpx_codec_control_(ctx, VP8E_SET_ACTIVEMAP, &active);
+}
+
+/// The quantizer (0-63) libvpx chose for the last frame.
+static inline int cvpx_last_quantizer(vpx_codec_ctx_t *ctx) {
+    int q = 0;
+    if (vpx_codec_control_(ctx, VP8E_GET_LAST_QUANTIZER_64, &q) != VPX_CODEC_OK) return -1;
+    return q;
+}
+

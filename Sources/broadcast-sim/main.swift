@@ -20,6 +20,7 @@ struct Switch {
 struct Settings {
     var appGroup: String
     var source: String
+    var content: ContentScreen.Content?
     var file: String?
     var display: String?
     var width: Int
@@ -41,6 +42,7 @@ func parseSettings() throws -> Settings {
     var parser = OptionParser(command: "broadcast-sim", summary: "a ReplayKit-like broadcast extension that writes frames into an App Group's shared-memory ring")
     parser.option("app-group", "NAME", default: "group.com.example.app.ScreenSharingExtension", help: "App Group shared with the host.")
     parser.option("source", "KIND", default: "pattern", help: "pattern (synthetic screen), file (Y4M), or x11 (desktop capture).")
+    parser.option("content", "MODEL", help: "Screen content like real use instead of the pattern: " + ContentScreen.Content.allCases.map(\.rawValue).joined(separator: ", ") + ".")
     parser.option("file", "PATH", help: "Y4M file for --source file (loops at its end).")
     parser.option("display", "DISPLAY", help: "X display for --source x11 (default $DISPLAY).")
     parser.option("size", "WxH", default: "1280x720", help: "Picture size for the synthetic screen.")
@@ -80,6 +82,14 @@ func parseSettings() throws -> Settings {
     if source == "file", parser.string("file") == nil { throw UsageError("--source file needs --file PATH") }
     if source != "file", parser.given("file") { throw UsageError("--file is for --source file, not --source \(source)") }
     if source != "x11", parser.given("display") { throw UsageError("--display is for --source x11, not --source \(source)") }
+    var content: ContentScreen.Content?
+    if let name = parser.string("content") {
+        guard source == "pattern" else { throw UsageError("--content draws the screen itself: not with --source \(source)") }
+        guard let model = ContentScreen.Content(rawValue: name) else {
+            throw UsageError("invalid --content \"\(name)\": one of " + ContentScreen.Content.allCases.map(\.rawValue).joined(separator: ", "))
+        }
+        content = model
+    }
     if let path = parser.string("report") { try OutputFile.check(path, option: "report") }
     var pauses: [(Double, Double)] = []
     for text in parser.strings("pause") {
@@ -108,7 +118,7 @@ func parseSettings() throws -> Settings {
         switches.append(change)
     }
     return Settings(
-        appGroup: group, source: source, file: parser.string("file"), display: parser.string("display"),
+        appGroup: group, source: source, content: content, file: parser.string("file"), display: parser.string("display"),
         width: size.width, height: size.height,
         fps: try parser.double("fps", in: 1...1000)!, format: format, orientation: orientation,
         frames: try parser.int("frames", in: 1...Int.max).map(UInt64.init),
@@ -138,6 +148,7 @@ func makeSource(_ s: Settings, width: Int, height: Int, format: PixelFormat, ori
     default:
         // Drawn straight in the format sent when nothing else is to be done; rotation works on I420 or BGRA.
         let drawn: PixelFormat = format == .bgra ? .bgra : (format == .nv12 && orientation == .up ? .nv12 : .i420)
+        if let content = s.content { return try ContentScreen(content, width: width, height: height, format: drawn) }
         return try SyntheticScreen(width: width, height: height, format: drawn)
     }
 }

@@ -14,6 +14,9 @@ func runLoadTest(_ arguments: [String]) throws -> Int32 {
     parser.option("size", "WxH", default: "1280x720", help: "Picture size of every producer.")
     parser.option("fps", "N", default: "15", help: "Frames per second of every producer.")
     parser.option("format", "FMT", default: "nv12", help: "Pixel format the producers send.")
+    parser.option("content", "MODEL", default: "pattern", help: "What the screens show: pattern (a window moving every frame: the worst case) or a content model, "
+        + ContentScreen.Content.allCases.map(\.rawValue).joined(separator: ", ") + " (mixed: a scripted minute of real use).")
+    parser.flag("encode-every-frame", help: "Encode every frame whole (default: only what changed).")
     parser.option("bitrate", "KBPS", default: "1500", help: "VP8 bitrate per share.")
     parser.option("duration", "SECONDS", default: "10", help: "Length of each step.")
     parser.option("max-drop-percent", "PCT", default: "1", help: "Objective: drops below this on every share.")
@@ -32,6 +35,11 @@ func runLoadTest(_ arguments: [String]) throws -> Int32 {
     let fps = try parser.int("fps", in: 1...240)!
     guard let format = PixelFormat(name: parser.string("format")!) else { throw UsageError("invalid --format \"\(parser.string("format")!)\"") }
     let bitrate = try parser.int("bitrate", in: 1...100_000)!
+    let content = parser.string("content")!
+    guard content == "pattern" || ContentScreen.Content(rawValue: content) != nil else {
+        throw UsageError("invalid --content \"\(content)\": pattern or one of " + ContentScreen.Content.allCases.map(\.rawValue).joined(separator: ", "))
+    }
+    let encodeEveryFrame = parser.flag("encode-every-frame")
     let duration = try parser.double("duration", in: 1...3600)!
     let retries = try parser.int("retries", in: 0...10)!
     if parser.given("retries"), !parser.flag("ramp") { throw UsageError("--retries needs --ramp") }
@@ -48,7 +56,8 @@ func runLoadTest(_ arguments: [String]) throws -> Int32 {
     func step(_ count: Int) throws -> LoadTestReport.Step {
         log("load-test: \(count) shares for \(fixed(duration, 0)) s…")
         let watch = viewerScript.map { (janus: janus, viewers: viewers, script: $0) }
-        let result = try runStep(count, simulator: simulator, hosts: min(hosts, count), size: size, fps: fps, format: format, bitrate: bitrate, duration: duration, report: report, watch: watch)
+        let result = try runStep(count, simulator: simulator, hosts: min(hosts, count), size: size, fps: fps, format: format, content: content, bitrate: bitrate,
+                                 encodeEveryFrame: encodeEveryFrame, duration: duration, report: report, watch: watch)
         log("load-test: \(count) shares \(result.passed ? "held" : "did not hold"): drops \(fixed(result.dropPercent, 2)) %, p99 \(fixed(result.p99Milliseconds, 1)) ms, \(fixed(result.fps, 1)) fps in total")
         return result
     }
@@ -103,7 +112,8 @@ func processCPUSeconds(_ pid: Int32) -> Double {
 }
 
 func runStep(
-    _ count: Int, simulator: URL, hosts: Int, size: (width: Int, height: Int), fps: Int, format: PixelFormat, bitrate: Int, duration: Double, report: LoadTestReport,
+    _ count: Int, simulator: URL, hosts: Int, size: (width: Int, height: Int), fps: Int, format: PixelFormat, content: String = "pattern", bitrate: Int,
+    encodeEveryFrame: Bool = false, duration: Double, report: LoadTestReport,
     watch: (janus: [String], viewers: Int, script: String)? = nil
 ) throws -> LoadTestReport.Step {
     let work = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("frame-relay-step-\(getpid())-\(count)-\(UInt32.random(in: 0...UInt32.max))")
@@ -116,6 +126,7 @@ func runStep(
     encoding.settings.bitrateKbps = bitrate
     encoding.settings.frameRate = fps
     encoding.settings.concurrentEncoders = count
+    encoding.encodeEveryFrame = encodeEveryFrame
     // The producers start once the hosts are up; the step's time counts from then.
     var producers: [Process] = []
     var start = MonotonicClock.now()
@@ -125,7 +136,7 @@ func runStep(
             process.executableURL = simulator
             process.arguments = [
                 "--app-group", group.name, "--size", "\(size.width)x\(size.height)", "--fps", "\(fps)", "--format", "\(format)", "--exit-with-parent", "--quiet",
-            ]
+            ] + (content == "pattern" ? [] : ["--content", content])
             process.standardError = FileHandle.nullDevice
             try process.run()
             return process
@@ -163,9 +174,9 @@ func runStep(
         let written = share.totalWritten
         let dropped = share.totalDropped
         return LoadTestReport.Share(
-            appGroup: share.appGroup, framesIn: written, framesOut: share.encoded?.frames ?? 0,
+            appGroup: share.appGroup, framesIn: written, framesOut: share.encoded?.frames ?? 0, framesSkipped: share.encoded?.skipped ?? 0,
             dropPercent: written == 0 ? 100 : Double(dropped) / Double(written) * 100,
-            fps: Double(share.encoded?.frames ?? 0) / seconds,
+            fps: Double((share.encoded?.frames ?? 0) + (share.encoded?.skipped ?? 0)) / seconds,
             p50Milliseconds: (share.encoded?.captureToEncoded.p50 ?? 0) / 1000, p99Milliseconds: (share.encoded?.captureToEncoded.p99 ?? 0) / 1000,
             hostCPUPercent: share.cpuSeconds / seconds * 100, producerCPUPercent: cpu / seconds * 100, latency: share.encoded?.captureToEncodedBins ?? [],
             viewers: viewed)
@@ -230,6 +241,7 @@ func hostShares(
             "--bitrate", "\(encoding.settings.bitrateKbps)", "--frame-rate", "\(encoding.settings.frameRate)", "--threads", "\(threads)",
             "--http", "127.0.0.1:\(port)", "--report", report.path, "--exit-with-parent", "--quiet",
         ]
+        if encoding.encodeEveryFrame { arguments.append("--encode-every-frame") }
         arguments += janus.flatMap { ["--janus", $0] }
         if let trace = trace(host) { arguments += ["--trace", trace.path] }
         process.arguments = arguments

@@ -53,6 +53,7 @@ func declareHostOptions(_ parser: inout OptionParser) {
     parser.option("speed", "N", default: "-6", help: "libvpx cpu-used: -6 is WebRTC's screen-share speed, -16 the fastest.")
     parser.option("threads", "N", help: "Encoder threads (default: by picture size, cores and number of shares).")
     parser.option("screen-content-mode", "N", default: "2", help: "libvpx screen-content mode: 2 as WebRTC shares screens, 0 as ffmpeg and GStreamer encode.")
+    parser.flag("encode-every-frame", help: "Encode every frame whole, as camera pipelines do (default: only what changed; a still screen sends nothing).")
     parser.option("max-size", "WxH", help: "Scale larger frames down to fit, keeping the aspect ratio.")
     parser.option("record", "FILE.ivf", repeatable: true, help: "Record each share's VP8 stream as IVF (one per --app-group, in order).")
     parser.option("rtp", "HOST:PORT", repeatable: true, help: "Stream RTP (VP8, RFC 7741) here, RTCP to PORT+1; share N uses PORT+2N.")
@@ -65,7 +66,7 @@ func declareHostOptions(_ parser: inout OptionParser) {
 }
 
 /// The host options that only mean something when encoding.
-let encodingOptions = ["bitrate", "frame-rate", "keyframe-interval", "speed", "threads", "screen-content-mode", "max-size", "record", "rtp", "sdp", "packet-size", "http", "janus"]
+let encodingOptions = ["bitrate", "frame-rate", "keyframe-interval", "speed", "threads", "screen-content-mode", "encode-every-frame", "max-size", "record", "rtp", "sdp", "packet-size", "http", "janus"]
 
 func hostSettings(_ parser: OptionParser) throws -> HostSettings {
     var groups: [AppGroup] = []
@@ -88,6 +89,7 @@ func hostSettings(_ parser: OptionParser) throws -> HostSettings {
         pipeline.settings.speed = try parser.int("speed", in: -16...16)!
         pipeline.settings.threads = try parser.int("threads", in: 1...16)
         pipeline.settings.screenContentMode = try parser.int("screen-content-mode", in: 0...2)!
+        pipeline.encodeEveryFrame = parser.flag("encode-every-frame")
         pipeline.settings.concurrentEncoders = groups.count
         if let text = parser.string("max-size") { pipeline.maxSize = try parseSize(text, option: "max-size") }
         let records = parser.strings("record")

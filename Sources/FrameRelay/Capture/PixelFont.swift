@@ -49,6 +49,7 @@ enum PixelFont {
         case UInt8(ascii: "/"): (0, 1, 2, 4, 8, 16, 0)
         case UInt8(ascii: "$"): (4, 15, 20, 14, 5, 30, 4)
         case UInt8(ascii: ">"): (8, 4, 2, 1, 2, 4, 8)
+        case UInt8(ascii: "|"): (4, 4, 4, 4, 4, 4, 4)
         default: (0, 0, 0, 0, 0, 0, 0)
         }
     }

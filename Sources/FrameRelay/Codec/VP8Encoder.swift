@@ -52,6 +52,14 @@ public final class VP8Encoder {
     private var lastKeyframePts: Int64?
     private var lastPts: Int64 = -1
     private var image = vpx_image_t()
+    private var activeMapSet = false
+    /// The quantizer (0–63) of the last encoded frame.
+    public private(set) var lastQuantizer = 0
+    /// Whether ``VP8Settings/keyframeInterval`` applies now: off while every
+    /// receiver asks for the keyframes it needs.
+    public var periodicKeyframes = true
+    /// Whether the last encoded frame was a keyframe.
+    public private(set) var lastWasKeyframe = false
 
     public init(settings: VP8Settings = VP8Settings()) throws(CodecError) {
         try settings.validate()
@@ -92,20 +100,47 @@ public final class VP8Encoder {
         self.width = width
         self.height = height
         keyframeRequested = true
+        activeMapSet = false
+    }
+
+    /// The 90 kHz time stamp of a capture time (CLOCK_MONOTONIC ns).
+    private static func pts(_ captureTime: UInt64) -> Int64 {
+        Int64(captureTime / 100_000 * 9 + (captureTime % 100_000) * 9 / 100_000)
+    }
+
+    /// Whether a picture of `width`×`height` captured at `captureTime` would
+    /// be encoded as a keyframe: asked for, the first or a new size, or the
+    /// periodic one due.
+    public func keyframePending(width: Int, height: Int, captureTime: UInt64) -> Bool {
+        if keyframeRequested || !isOpen || width != self.width || height != self.height { return true }
+        let interval = periodicKeyframes ? Int64(settings.keyframeInterval * 90_000) : 0
+        guard interval > 0, let last = lastKeyframePts else { return false }
+        return max(Self.pts(captureTime), lastPts + 1) - last >= interval
     }
 
     /// Encodes one picture captured at `captureTime` (CLOCK_MONOTONIC ns) and
     /// hands each resulting packet to `output` (valid only during the call).
-    public func encode(_ input: EncoderInput, captureTime: UInt64, output: (EncodedFrame) throws -> Void) throws {
+    ///
+    /// With `activeMap` (one byte per macroblock, rows of ``macroblockColumns``),
+    /// an inter frame codes only the macroblocks marked 1 and keeps the others
+    /// as they are in the reference; a keyframe codes every macroblock.
+    public func encode(_ input: EncoderInput, captureTime: UInt64, activeMap: UnsafeMutablePointer<UInt8>? = nil, output: (EncodedFrame) throws -> Void) throws {
         if !isOpen || input.width != width || input.height != height {
             try open(width: input.width, height: input.height)
         }
         // 90 kHz time stamps from the capture clock, strictly increasing.
-        var pts = Int64(captureTime / 100_000 * 9 + (captureTime % 100_000) * 9 / 100_000)
+        var pts = Self.pts(captureTime)
         if pts <= lastPts { pts = lastPts + 1 }
         lastPts = pts
-        let interval = Int64(settings.keyframeInterval * 90_000)
+        let interval = periodicKeyframes ? Int64(settings.keyframeInterval * 90_000) : 0
         if interval > 0, let last = lastKeyframePts, pts - last >= interval { keyframeRequested = true }
+        if activeMap != nil || activeMapSet {
+            let status = cvpx_set_active_map(&context, activeMap, UInt32(macroblockRows), UInt32(macroblockColumns))
+            guard status == VPX_CODEC_OK else {
+                throw CodecError.library("VP8E_SET_ACTIVEMAP", String(cString: vpx_codec_error_detail(&context) ?? vpx_codec_err_to_string(status)))
+            }
+            activeMapSet = activeMap != nil
+        }
 
         image.fmt = input.format == .nv12 ? VPX_IMG_FMT_NV12 : VPX_IMG_FMT_I420
         image.w = UInt32(input.width)
@@ -126,6 +161,7 @@ public final class VP8Encoder {
             image.stride = (Int32(input.strides.0), Int32(input.strides.1), Int32(input.strides.2), 0)
         }
         let flags: vpx_enc_frame_flags_t = keyframeRequested ? vpx_enc_frame_flags_t(cvpx_eflag_force_kf) : 0
+        lastWasKeyframe = false
         keyframeRequested = false
         let duration = UInt(90_000 / settings.frameRate)
         let status = vpx_codec_encode(&context, &image, pts, duration, flags, UInt(cvpx_dl_realtime))
@@ -141,8 +177,25 @@ public final class VP8Encoder {
             if isKey {
                 keyframes += 1
                 lastKeyframePts = frame.pts
+                lastWasKeyframe = true
             }
             try output(EncodedFrame(bytes: UnsafeRawBufferPointer(start: frame.buf, count: frame.sz), isKeyframe: isKey, pts: frame.pts))
         }
+        lastQuantizer = Int(cvpx_last_quantizer(&context))
+    }
+
+    /// Macroblocks (16×16) across and down the picture being encoded.
+    public var macroblockColumns: Int { (width + 15) / 16 }
+    public var macroblockRows: Int { (height + 15) / 16 }
+
+    /// The encoder's reconstruction of the last frame (what every decoder
+    /// shows), I420, borrowed from libvpx until the next encode.
+    func reconstruction() -> EncoderInput? {
+        guard isOpen, let image = vpx_codec_get_preview_frame(&context), let y = image.pointee.planes.0, let u = image.pointee.planes.1,
+            let v = image.pointee.planes.2
+        else { return nil }
+        let strides = image.pointee.stride
+        return EncoderInput(width: width, height: height, format: .i420, planes: (UnsafeRawPointer(y), UnsafeRawPointer(u), UnsafeRawPointer(v)),
+                            strides: (Int(strides.0), Int(strides.1), Int(strides.2)))
     }
 }

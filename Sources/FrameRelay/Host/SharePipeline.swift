@@ -11,6 +11,9 @@ public final class SharePipeline {
         public var maxSize: (width: Int, height: Int)?
         /// Record IVF here.
         public var recordPath: String?
+        /// Encode every frame whole, as a camera pipeline does, instead of
+        /// only what changed (``RefreshSchedule``): for comparisons.
+        public var encodeEveryFrame = false
         public init() {}
     }
 
@@ -21,7 +24,19 @@ public final class SharePipeline {
     public let rtp: RTPSession?
     public let viewers: FrameBroadcast?
     private var sizeWritten = false
-    private(set) var stats = EncodeStats()
+    /// What the encoder did so far (the share's statistics add the latencies).
+    public private(set) var stats = EncodeStats()
+    /// What changed since the last picture and which macroblocks to code; nil with ``Options/encodeEveryFrame``.
+    private let damage: DamageDetector?
+    private var schedule = RefreshSchedule()
+    /// When the last frame was encoded (its capture time): a still screen
+    /// still sends an empty frame every ``idleRepeatInterval``.
+    private var lastEncodedCapture: UInt64 = 0
+    /// WebRTC's zero-hertz repeat: on a still screen, one frame a second that
+    /// codes nothing (a few hundred bytes, about 1 ms of libvpx at 720p), so
+    /// that a receiver joining hears the stream, and can ask for a keyframe,
+    /// and middleboxes keep its path open.
+    public static let idleRepeatInterval: UInt64 = 1_000_000_000
 
     /// Validates the settings and opens the recording now, so that a bad
     /// setting or an unwritable path fails before any frame arrives.
@@ -46,11 +61,17 @@ public final class SharePipeline {
         }
         self.rtp = rtp
         self.viewers = viewers
+        damage = options.encodeEveryFrame ? nil : DamageDetector()
     }
 
     /// Converts, encodes and hands one frame to every output, stamping
     /// `frame.timing` at each stage (``FrameTiming/sent`` stays 0 when
     /// nothing went out: no RTP, or the encoder dropped the frame).
+    ///
+    /// Unless every frame is encoded, only the macroblocks that changed or
+    /// still refine are coded, and a frame with none is skipped: nothing is
+    /// encoded or sent, ``FrameTiming/encoded`` stays 0 and
+    /// ``EncodeStats/skipped`` counts it.
     ///
     /// A frame whose content cannot be converted or encoded (a JPEG that
     /// disagrees with its metadata, a corrupt one, a size libvpx refuses)
@@ -66,6 +87,45 @@ public final class SharePipeline {
             throw InvalidFrame.undecodable(frameNumber: metadata.frameNumber, reason: "\(error)")
         }
         frame.timing.converted = MonotonicClock.now()
+        var plan = RefreshSchedule.Plan.everything
+        if let damage {
+            schedule.prepare(columns: (input.width + 15) / 16, rows: (input.height + 15) / 16)
+            do {
+                _ = try schedule.withDamage { try damage.compare(input, into: $0) }
+            } catch {
+                throw InvalidFrame.undecodable(frameNumber: metadata.frameNumber, reason: "\(error)")
+            }
+            // Periodic keyframes only while some receiver cannot ask for one.
+            encoder.periodicKeyframes = rtp.map { !$0.everyDestinationAsks } ?? false
+            plan = schedule.plan(keyframe: encoder.keyframePending(width: input.width, height: input.height, captureTime: metadata.captureTime))
+        }
+        switch plan {
+        case .skip where metadata.captureTime &- lastEncodedCapture < Self.idleRepeatInterval:
+            stats.skipped += 1
+            return
+        case .skip:
+            stats.idleRepeats += 1
+            try schedule.withActiveMap { try encode(input, frame: &frame, activeMap: $0) }  // all zero: nothing coded
+        case .everything:
+            try encode(input, frame: &frame, activeMap: nil)
+        case .some(let active):
+            stats.partial += 1
+            stats.activeMacroblocks += UInt64(active)
+            try schedule.withActiveMap { try encode(input, frame: &frame, activeMap: $0) }
+        }
+        if damage != nil {
+            if encoder.lastWasKeyframe { schedule.restart() }
+            if let reconstruction = encoder.reconstruction() {
+                schedule.converge(source: input, reconstruction: reconstruction, quantizer: encoder.lastQuantizer)
+            }
+        }
+        stats.refining = schedule.refiningCount
+    }
+
+    /// Encodes `input` (only the macroblocks marked in `activeMap`, when
+    /// given) and hands the frame to the recording, RTP and viewers.
+    private func encode(_ input: EncoderInput, frame: inout HostFrame, activeMap: UnsafeMutablePointer<UInt8>?) throws {
+        let captureTime = frame.metadata.captureTime
         if let recorder, !sizeWritten {
             recorder.setDimensions(width: input.width, height: input.height)
             sizeWritten = true
@@ -74,20 +134,21 @@ public final class SharePipeline {
         var encoded: UInt64 = 0
         var sent: UInt64 = 0
         do {
-            try encoder.encode(input, captureTime: metadata.captureTime) { packet in
+            try encoder.encode(input, captureTime: captureTime, activeMap: activeMap) { packet in
                 if encoded == 0 { encoded = MonotonicClock.now() }
                 stats.bytes += UInt64(packet.bytes.count)
                 try recorder?.write(packet)
                 if let rtp {
-                    rtp.send(packet, captureTime: metadata.captureTime)
+                    rtp.send(packet, captureTime: captureTime)
                     sent = MonotonicClock.now()
                 }
                 viewers?.append(packet, width: encoder.width, height: encoder.height)
             }
         } catch let error as CodecError {
-            throw InvalidFrame.undecodable(frameNumber: metadata.frameNumber, reason: "\(error)")
+            throw InvalidFrame.undecodable(frameNumber: frame.metadata.frameNumber, reason: "\(error)")
         }
         frame.timing.encoded = encoded == 0 ? MonotonicClock.now() : encoded  // 0: the encoder dropped the frame
+        lastEncodedCapture = captureTime
         frame.timing.sent = sent
         stats.frames = encoder.framesEncoded
         stats.keyframes = encoder.keyframes
@@ -107,6 +168,16 @@ public final class SharePipeline {
 public struct EncodeStats: Sendable, Codable {
     public var frames: UInt64 = 0
     public var keyframes: UInt64 = 0
+    /// Frames not encoded because nothing changed and every still region had
+    /// converged (zero-hertz), and frames coded only where they changed or refine.
+    public var skipped: UInt64 = 0
+    public var partial: UInt64 = 0
+    /// Empty frames sent once a second while the screen is still (``SharePipeline/idleRepeatInterval``).
+    public var idleRepeats: UInt64 = 0
+    /// Macroblocks coded in the partial frames, all together.
+    public var activeMacroblocks: UInt64 = 0
+    /// Macroblocks still refining after the last frame.
+    public var refining = 0
     public var bytes: UInt64 = 0
     public var width = 0
     public var height = 0

@@ -34,7 +34,9 @@ public final class StatusLine {
     /// One share as a line: frames/s, drops, and latency percentiles.
     public static func format(_ s: ShareStats) -> String {
         let state = s.producerAttaches == 0 ? "waiting for producer" : "\(fixed(s.fps, 1)) fps"
-        return "\(s.appGroup)  \(state)  taken \(s.taken)  dropped \(s.totalDropped)  invalid \(s.invalid)"
+        // Skipped (nothing changed, not encoded) is apart from dropped (replaced in the ring before the host took it).
+        let skipped = s.encoded.map { "  skipped \($0.skipped)" } ?? ""
+        return "\(s.appGroup)  \(state)  taken \(s.taken)  dropped \(s.totalDropped)\(skipped)  invalid \(s.invalid)"
             + "  capture→taken p50 \(fixed(s.captureToTaken.p50 / 1000, 2)) ms p99 \(fixed(s.captureToTaken.p99 / 1000, 2)) ms"
             + "  hand-off p99 \(fixed(s.handoff.p99, 0)) µs"
     }

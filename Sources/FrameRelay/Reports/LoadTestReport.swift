@@ -15,7 +15,10 @@ public struct LoadTestReport: Codable, Sendable {
         public var appGroup: String
         public var framesIn: UInt64
         public var framesOut: UInt64
+        /// Frames not encoded because nothing changed (zero-hertz): delivered, not dropped.
+        public var framesSkipped: UInt64
         public var dropPercent: Double
+        /// Frames handled per second (encoded or skipped as unchanged).
         public var fps: Double
         public var p50Milliseconds: Double
         public var p99Milliseconds: Double
@@ -26,11 +29,12 @@ public struct LoadTestReport: Codable, Sendable {
         /// What the share's WebRTC viewers got through Janus (`--janus`, `--viewers`).
         public var viewers: Viewers?
 
-        public init(appGroup: String, framesIn: UInt64, framesOut: UInt64, dropPercent: Double, fps: Double, p50Milliseconds: Double, p99Milliseconds: Double, hostCPUPercent: Double, producerCPUPercent: Double, latency: [LatencyBin], viewers: Viewers? = nil) {
+        public init(appGroup: String, framesIn: UInt64, framesOut: UInt64, framesSkipped: UInt64 = 0, dropPercent: Double, fps: Double, p50Milliseconds: Double, p99Milliseconds: Double, hostCPUPercent: Double, producerCPUPercent: Double, latency: [LatencyBin], viewers: Viewers? = nil) {
             self.viewers = viewers
             self.appGroup = appGroup
             self.framesIn = framesIn
             self.framesOut = framesOut
+            self.framesSkipped = framesSkipped
             self.dropPercent = dropPercent
             self.fps = fps
             self.p50Milliseconds = p50Milliseconds

@@ -44,6 +44,9 @@ public final class RTPSession {
     private var lastFIRSequence: UInt8?
     private var feedback = RTCP.Feedback()
     public private(set) var stats = TransportStats()
+    /// Per destination: whether its host has asked for anything (NACK, PLI,
+    /// FIR): a receiver that asks needs no periodic keyframes.
+    private var asks: [Bool]
 
     /// Opens the sockets; throws a ``SystemError`` naming the failing call.
     public init(options: Options) throws {
@@ -102,7 +105,14 @@ public final class RTPSession {
         receiveBuffer = .allocate(byteCount: 1500, alignment: 16)
         rtcpDestinations = options.destinations.map { $0.withPort($0.port + 1) }
         feedback.nacked.reserveCapacity(256)
+        asks = Array(repeating: false, count: options.destinations.count)
     }
+
+    /// Whether every destination has asked for keyframes or retransmissions
+    /// itself (browsers, Janus, `frame-relay receive`), so that keyframes
+    /// can wait until one is asked for; a destination that never asks (an
+    /// SDP file read by ffmpeg, a plain UDP sink) needs periodic ones.
+    public var everyDestinationAsks: Bool { !asks.contains(false) }
 
     deinit {
         close(rtpSocket)
@@ -170,7 +180,11 @@ public final class RTPSession {
     public func poll(now: UInt64) -> Bool {
         var keyframe = false
         while true {
-            let count = recv(rtcpSocket, receiveBuffer, 1500, Int32(MSG_DONTWAIT))
+            var from = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let count = withUnsafeMutablePointer(to: &from) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(rtcpSocket, receiveBuffer, 1500, Int32(MSG_DONTWAIT), $0, &length) }
+            }
             guard count > 0 else { break }
             stats.rtcpReceived += 1
             feedback.pictureLoss = false
@@ -187,6 +201,9 @@ public final class RTPSession {
             if let lost = feedback.fractionLost { stats.lastFractionLost = Double(lost) / 256 }
             stats.receiverReports = UInt64(feedback.receiverReports) + stats.receiverReports
             if feedback.pictureLoss || fir { keyframe = true }
+            if feedback.pictureLoss || fir || !feedback.nacked.isEmpty {
+                for (index, destination) in options.destinations.enumerated() where SocketAddress.sameHost(destination.address, from) { asks[index] = true }
+            }
             for sequence in feedback.nacked { resend(sequence, now: now) }
         }
         if monotonicBase != nil, now &- lastSenderReport >= 1_000_000_000 {

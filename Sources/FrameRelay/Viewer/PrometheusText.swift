@@ -13,6 +13,10 @@ enum PrometheusText {
                shares.map { (label($0), Double($0.totalDropped)) })
         metric("frames_invalid_total", "counter", "Frames skipped for bad metadata or checksum.", shares.map { (label($0), Double($0.invalid)) })
         metric("frames_encoded_total", "counter", "VP8 frames encoded.", shares.map { (label($0), Double($0.encoded?.frames ?? 0)) })
+        metric("frames_skipped_total", "counter", "Frames not encoded because nothing on the screen changed and still regions had converged (zero-hertz).",
+               shares.map { (label($0), Double($0.encoded?.skipped ?? 0)) })
+        metric("frames_partial_total", "counter", "Frames encoded only where the screen changed or still refines (an active map).",
+               shares.map { (label($0), Double($0.encoded?.partial ?? 0)) })
         metric("encoded_bytes_total", "counter", "VP8 bytes produced.", shares.map { (label($0), Double($0.encoded?.bytes ?? 0)) })
         metric("rtp_packets_total", "counter", "RTP packets sent.", shares.map { (label($0), Double($0.transport?.packets ?? 0)) })
         metric("frames_per_second", "gauge", "Frames taken per second, recently.", shares.map { (label($0), $0.fps) })

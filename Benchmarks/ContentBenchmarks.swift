@@ -1,0 +1,136 @@
+@preconcurrency import Glibc
+import CYuv
+import FrameRelay
+
+/// One way of encoding a content, measured as a viewer sees it: the host's
+/// CPU time per frame, and the PSNR of the picture a viewer holds at each
+/// source frame (a skipped frame counts as the picture already shown).
+private final class ContentRun {
+    let relay: RelayPath
+    let viewers = FrameBroadcast()
+    let decoder: VP8Decoder
+    private var next: UInt64 = 0
+    private var held: PixelBuffer?
+    private var packet = [UInt8]()
+    var cpu: [Double] = []
+    var psnr: [Double] = []
+    /// Taken → encoded of each frame (µs); nil for a skipped frame.
+    var host: [Double?] = []
+
+    init(capacity: Int, encodeEveryFrame: Bool, name: String) throws {
+        var settings = VP8Settings()
+        settings.threads = 1  // the CPU time of one thread is the whole cost
+        settings.keyframeInterval = 0  // a viewer asks for keyframes when it needs one
+        relay = try RelayPath(capacity: capacity, settings: settings, viewers: viewers, encodeEveryFrame: encodeEveryFrame,
+                              group: "group.bench.framerelay.content.\(name)")
+        decoder = try VP8Decoder()
+    }
+
+    func step(_ frame: PixelBuffer, number: Int, captureTime: UInt64) throws {
+        let r = try relay.relay(frame, number: number, captureTime: captureTime)
+        cpu.append(Double(r.cpu) / 1000)
+        host.append(r.encoded ? Double(r.host) / 1000 : nil)
+        while next < viewers.count {
+            guard let got = try viewers.read(next, into: &packet) else { break }
+            packet.withUnsafeBytes { bytes in
+                _ = decoder.decode(UnsafeRawBufferPointer(rebasing: bytes[..<got.size])) { held = try? $0.copyI420() }
+            }
+            next += 1
+        }
+        psnr.append(held.map { Self.psnr(frame, $0) } ?? 0)
+    }
+
+    /// libyuv's I420 PSNR (all three planes), capped at 100 dB for identical pictures.
+    static func psnr(_ a: PixelBuffer, _ b: PixelBuffer) -> Double {
+        a.withUnsafeMutablePlane(0) { ay, ays in a.withUnsafeMutablePlane(1) { au, aus in a.withUnsafeMutablePlane(2) { av, avs in
+            b.withUnsafeMutablePlane(0) { by, bys in b.withUnsafeMutablePlane(1) { bu, bus in b.withUnsafeMutablePlane(2) { bv, bvs in
+                min(100, I420Psnr(ay.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(ays), au.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(aus),
+                                  av.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(avs), by.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(bys),
+                                  bu.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(bus), bv.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(bvs),
+                                  Int32(a.width), Int32(a.height)))
+            } } }
+        } } }
+    }
+}
+
+/// Encoding only what changed against encoding every frame, on the shared
+/// clip looped past 10 s, on the synthetic screen (which changes nearly
+/// everywhere in every frame) and on every content model, at 720p and
+/// 30 frames/s of media time, fed as fast as the host takes them. Both
+/// ways see the same frames, interleaved frame by frame.
+func contentBenchmarks(quick: Bool, clip: String?) throws -> [BenchmarkResult] {
+    var results: [BenchmarkResult] = []
+    let width = 1280, height = 720
+    var sources = ["pattern"] + ContentScreen.Content.allCases.map(\.rawValue)
+    if clip != nil { sources.insert("clip", at: 0) }
+    for source in sources {
+        let count = source == "mixed" ? (quick ? 600 : 1800) : (quick ? 150 : 360)
+        let frames = try ContentFrames(source, width: width, height: height, clip: clip)
+        let capacity = try PixelBuffer.capacity(width: width, height: height, format: .i420)
+        let every = try ContentRun(capacity: capacity, encodeEveryFrame: true, name: "every")
+        let aware = try ContentRun(capacity: capacity, encodeEveryFrame: false, name: "changed")
+        let start = MonotonicClock.now()
+        for n in 0..<count {
+            let capture = start + UInt64(n) * 33_333_333
+            let frame = try frames.frame(n)
+            try every.step(frame, number: n, captureTime: capture)
+            try aware.step(frame, number: n, captureTime: capture)
+        }
+        let name = "content.\(source).720p"
+        let cpuEvery = every.cpu.reduce(0, +), cpuAware = aware.cpu.reduce(0, +)
+        let psnrEvery = every.psnr.reduce(0, +) / Double(count), psnrAware = aware.psnr.reduce(0, +) / Double(count)
+        let skipped = aware.host.filter { $0 == nil }.count
+        results.append(BenchmarkResult(name: name + ".cpu_saving_ratio", unit: "x", value: cpuEvery / cpuAware,
+            extra: "host CPU encoding every frame / encoding what changed, \(count) frames (\(skipped) skipped); "
+                + "\(fixed(Double(count) / (cpuEvery / 1e6), 0)) vs \(fixed(Double(count) / (cpuAware / 1e6), 0)) frames per CPU second"))
+        results.append(BenchmarkResult(name: name + ".every_frame.frames_per_cpu_second", unit: "fps", value: Double(count) / (cpuEvery / 1e6)))
+        results.append(BenchmarkResult(name: name + ".changed_only.frames_per_cpu_second", unit: "fps", value: Double(count) / (cpuAware / 1e6)))
+        results.append(BenchmarkResult(name: name + ".every_frame.viewer_psnr", unit: "dB", value: psnrEvery))
+        results.append(BenchmarkResult(name: name + ".changed_only.viewer_psnr", unit: "dB", value: psnrAware,
+            extra: "\(fixed(psnrAware - psnrEvery, 2)) dB against encoding every frame"))
+        // A changed frame's host time, taken → encoded, beside encoding every frame (frames both encoded).
+        var everyChanged = Samples(), awareChanged = Samples()
+        for n in 5..<count {
+            guard let e = every.host[n], let a = aware.host[n] else { continue }
+            everyChanged.add(e)
+            awareChanged.add(a)
+        }
+        results.append(BenchmarkResult(name: name + ".encoded_frame_host_time_delta.p50", unit: "us", value: awareChanged.percentile(50) - everyChanged.percentile(50),
+            extra: "taken → encoded p50 of frames both encoded: \(fixed(awareChanged.percentile(50), 0)) µs against \(fixed(everyChanged.percentile(50), 0)) µs"))
+        if source == "still" {
+            // Once converged: the second half of the run.
+            let half = count / 2
+            let share = aware.cpu[half...].reduce(0, +) / every.cpu[half...].reduce(0, +)
+            results.append(BenchmarkResult(name: name + ".converged_cpu_share", unit: "%", value: share * 100,
+                extra: "host CPU of the still screen's second half against encoding every frame"))
+        }
+    }
+    return results
+}
+
+/// The I420 frames of a content: the clip (looped), the synthetic screen, or a content model.
+private final class ContentFrames {
+    private var clipFrames: [PixelBuffer] = []
+    private let screen: FrameSource?
+    private let picture: PixelBuffer
+
+    init(_ source: String, width: Int, height: Int, clip: String?) throws {
+        picture = try PixelBuffer(width: width, height: height, format: .i420)
+        switch source {
+        case "clip":
+            clipFrames = try loadFrames(source: "clip", width: width, height: height, count: 10_000, clip: clip).i420
+            screen = nil
+        case "pattern":
+            screen = try SyntheticScreen(width: width, height: height, format: .i420)
+        default:
+            screen = try ContentScreen(ContentScreen.Content(rawValue: source)!, width: width, height: height, format: .i420)
+        }
+    }
+
+    /// Frame `n` (in order), valid until the next call.
+    func frame(_ n: Int) throws -> PixelBuffer {
+        guard let screen else { return clipFrames[n % clipFrames.count] }
+        scale(try screen.nextFrame(number: UInt64(n))!, into: picture)
+        return picture
+    }
+}

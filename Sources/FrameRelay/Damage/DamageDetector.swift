@@ -1,0 +1,105 @@
+@preconcurrency import Glibc
+
+/// Finds which 16×16 macroblocks of a picture differ from the picture before
+/// it, by comparing it with a kept copy of that picture:
+/// whole rows first (one `memcmp` each, as fast as memory reads), then, only
+/// in rows that differ, each macroblock's bytes; a differing row is copied
+/// into the kept picture. An unchanged 720p NV12 picture costs one read of
+/// both pictures; nothing is allocated per frame.
+///
+/// iOS hands a broadcast extension no damage at all, so the host finds it
+/// alone, on the picture the encoder is about to read (after any
+/// conversion, rotation or scaling).
+public final class DamageDetector {
+    private var previous: PixelBuffer?
+    /// Macroblocks across and down the last picture compared.
+    public private(set) var columns = 0
+    public private(set) var rows = 0
+
+    public init() {}
+
+    /// Marks each macroblock of `input` that differs from the last picture
+    /// with 1 in `changed` (`rows × columns` bytes, left as they are
+    /// elsewhere) and returns how many it newly marked. The first picture,
+    /// and one of a new size or format, is all changed.
+    public func compare(_ input: EncoderInput, into changed: UnsafeMutablePointer<UInt8>) throws -> Int {
+        let columns = (input.width + 15) / 16, rows = (input.height + 15) / 16
+        guard let previous, previous.width == input.width, previous.height == input.height, previous.format == input.format else {
+            let copy = try PixelBuffer(width: input.width, height: input.height, format: input.format)
+            self.previous = copy
+            self.columns = columns
+            self.rows = rows
+            for plane in 0..<input.format.planeCount { copyPlane(input, plane, into: copy) }
+            changed.update(repeating: 1, count: columns * rows)
+            return columns * rows
+        }
+        var count = 0
+        for plane in 0..<input.format.planeCount {
+            // Luma: 16 bytes × 16 rows per macroblock; chroma: 8 × 8 (I420) or 16 × 8 (NV12's interleaved pairs).
+            let chroma = plane > 0
+            count += comparePlane(
+                input.plane(plane), input.stride(plane), previous.plane(plane).assumingMemoryBound(to: UInt8.self), previous.stride(plane),
+                rowBytes: input.format.rowBytes(plane: plane, width: input.width), height: input.format.rows(plane: plane, height: input.height),
+                blockBytes: chroma && input.format == .i420 ? 8 : 16, blockRows: chroma ? 8 : 16, changed: changed, columns: columns)
+        }
+        return count
+    }
+
+    private func comparePlane(
+        _ current: UnsafePointer<UInt8>, _ currentStride: Int, _ kept: UnsafeMutablePointer<UInt8>, _ keptStride: Int,
+        rowBytes: Int, height: Int, blockBytes: Int, blockRows: Int, changed: UnsafeMutablePointer<UInt8>, columns: Int
+    ) -> Int {
+        var count = 0
+        for y in 0..<height {
+            let a = current + y * currentStride, b = kept + y * keptStride
+            if memcmp(a, b, rowBytes) == 0 { continue }
+            let marks = changed + (y / blockRows) * columns
+            if !UnsafeBufferPointer(start: marks, count: columns).contains(0) {
+                b.update(from: a, count: rowBytes)  // the whole macroblock row changed already
+                continue
+            }
+            // Whole blocks by 8-byte words, the ragged right end by memcmp.
+            let whole = rowBytes / blockBytes
+            let words = blockBytes / 8
+            for column in 0..<whole where marks[column] == 0 {
+                let p = UnsafeRawPointer(a + column * blockBytes), q = UnsafeRawPointer(b + column * blockBytes)
+                var differs = false
+                for w in 0..<words where p.loadUnaligned(fromByteOffset: w * 8, as: UInt64.self) != q.loadUnaligned(fromByteOffset: w * 8, as: UInt64.self) {
+                    differs = true
+                    break
+                }
+                if differs {
+                    marks[column] = 1
+                    count += 1
+                }
+            }
+            let tail = rowBytes - whole * blockBytes
+            if tail > 0, marks[whole] == 0, memcmp(a + whole * blockBytes, b + whole * blockBytes, tail) != 0 {
+                marks[whole] = 1
+                count += 1
+            }
+            b.update(from: a, count: rowBytes)
+        }
+        return count
+    }
+
+    private func copyPlane(_ input: EncoderInput, _ plane: Int, into buffer: PixelBuffer) {
+        let rowBytes = input.format.rowBytes(plane: plane, width: input.width)
+        let source = input.plane(plane), stride = input.stride(plane)
+        let target = buffer.plane(plane).assumingMemoryBound(to: UInt8.self), targetStride = buffer.stride(plane)
+        for y in 0..<input.format.rows(plane: plane, height: input.height) {
+            (target + y * targetStride).update(from: source + y * stride, count: rowBytes)
+        }
+    }
+}
+
+extension EncoderInput {
+    /// Plane `index`'s first byte.
+    func plane(_ index: Int) -> UnsafePointer<UInt8> {
+        let base = index == 0 ? planes.0 : index == 1 ? planes.1 : planes.2!
+        return base.assumingMemoryBound(to: UInt8.self)
+    }
+
+    /// Plane `index`'s stride.
+    func stride(_ index: Int) -> Int { index == 0 ? strides.0 : index == 1 ? strides.1 : strides.2 }
+}

@@ -1,0 +1,206 @@
+@preconcurrency import Glibc
+import CYuv
+import Foundation
+import FrameRelay
+import Testing
+
+/// Encoding only what changed: damage, zero-hertz, the active map's
+/// convergence, keyframes only when a receiver needs one, content models.
+@Suite(.serialized) struct ContentAwareTests {
+    // MARK: Damage
+
+    @Test(arguments: [PixelFormat.i420, .nv12])
+    func damageMarksExactlyTheMacroblocksThatChanged(_ format: PixelFormat) throws {
+        let picture = try makeBuffer(100, 50, format)  // 7 × 4 macroblocks, ragged at the right and bottom
+        let detector = DamageDetector()
+        var map = [UInt8](repeating: 0, count: 7 * 4)
+        #expect(try detector.compare(EncoderInput(picture), into: &map) == 28, "the first picture is all new")
+        map = map.map { _ in 0 }
+        #expect(try detector.compare(EncoderInput(picture), into: &map) == 0)
+        // One luma byte in macroblock (column 6, row 3): the ragged corner.
+        picture.withUnsafeMutablePlane(0) { bytes, stride in bytes[49 * stride + 99] &+= 1 }
+        // One chroma byte in macroblock (column 2, row 1): the second plane's (x 20, y 10) is pixel (40, 20).
+        picture.withUnsafeMutablePlane(1) { bytes, stride in bytes[10 * stride + (format == .nv12 ? 41 : 20)] &+= 1 }
+        #expect(try detector.compare(EncoderInput(picture), into: &map) == 2)
+        let marked = map.indices.filter { map[$0] == 1 }
+        #expect(marked == [1 * 7 + 2, 3 * 7 + 6], "\(marked)")
+        map = map.map { _ in 0 }
+        #expect(try detector.compare(EncoderInput(picture), into: &map) == 0, "the changed rows were kept")
+    }
+
+    // MARK: Zero-hertz and convergence
+
+    /// The still content model at 640×360, recorded by a host with `hostArguments`: the IVF, the statistics and the last decoded picture's PSNR against the screen.
+    private func recordStill(_ hostArguments: [String]) throws -> (ivf: String, share: ShareStats, psnr: Double) {
+        let (ivf, share) = try recordRun(["--content", "still", "--size", "640x360", "--fps", "30", "--frames", "150", "--format", "i420"], host: hostArguments)
+        let source = try #require(try ContentScreen(.still, width: 640, height: 360).nextFrame(number: 0))
+        let decoder = try VP8Decoder()
+        var last: PixelBuffer?
+        for frame in try ivfFrames(ivf) {
+            frame.withUnsafeBytes { _ = decoder.decode($0) { last = try? $0.copyI420() } }
+        }
+        return (ivf, share, psnr(source, try #require(last)))
+    }
+
+    @Test func stillScreenStopsSendingOnceConvergedAndShowsTheSourceAsEncodingEveryFrameDoes() throws {
+        let still = try recordStill([])
+        let every = try recordStill(["--encode-every-frame"])
+        let encoded = try #require(still.share.encoded)
+        // 150 frames in 5 s: convergence takes about 40, then one empty frame a second.
+        #expect(still.share.taken == 150 && encoded.frames + encoded.skipped == 150)
+        #expect(encoded.skipped >= 90, "skipped \(encoded.skipped) of 150")
+        #expect(encoded.idleRepeats >= 2 && encoded.idleRepeats <= 4, "\(encoded.idleRepeats) idle repeats")
+        #expect(encoded.keyframes == 1)
+        #expect(still.share.totalDropped == 0, "skipped frames are not drops")
+        #expect(FFmpeg.frameCount(still.ivf) == Int(encoded.frames))
+        // The picture a viewer is left with: within 0.5 dB of encoding every
+        // frame (the issue's bound on what zero-hertz may cost), and sharp text
+        // (45 dB; encoding every frame reaches about 48 dB on this screen).
+        #expect(still.psnr >= every.psnr - 0.5, "still \(still.psnr) dB, every frame \(every.psnr) dB")
+        #expect(still.psnr >= 45, "\(still.psnr) dB")
+    }
+
+    @Test func encodeEveryFrameGivesTodaysBehaviour() throws {
+        let every = try recordStill(["--encode-every-frame"])
+        let encoded = try #require(every.share.encoded)
+        #expect(encoded.frames == 150 && encoded.skipped == 0 && encoded.partial == 0 && encoded.idleRepeats == 0)
+        #expect(encoded.keyframes == 2, "a keyframe at the start and the periodic one 3 s in: \(encoded.keyframes)")
+    }
+
+    @Test func typingEncodesOnlyTheFramesThatChangedAndOnlyWhereTheyChanged() throws {
+        // Two seconds of typing, then the typist stops: the last picture 90 more times.
+        let group = uniqueGroup("typing")
+        let screen = try ContentScreen(.typing, width: 640, height: 360)
+        let producer = try RingProducer(appGroup: group, slotCapacity: try PixelBuffer.capacity(width: 640, height: 360, format: .i420))
+        defer { producer.finish() }
+        let host = RingHost(appGroup: group)
+        defer { host.detach() }
+        let pipeline = try SharePipeline(options: SharePipeline.Options())
+        var picture = try #require(screen.nextFrame(number: 0))
+        var encodedAfterStop: [Bool] = []
+        var steady = (partial: UInt64(0), active: UInt64(0))
+        for n in 0..<150 {
+            if n < 60 { picture = try #require(screen.nextFrame(number: UInt64(n))) }
+            try producer.publish(picture, frameNumber: UInt64(n), captureTime: UInt64(n + 1) * 33_333_333)
+            guard case .frame(let view) = try #require(try nextFrameEvent(host)) else { Issue.record("no frame \(n)"); return }
+            var frame = HostFrame(view, taken: MonotonicClock.now())
+            let before = pipeline.stats
+            try pipeline.process(&frame)
+            if n >= 45, n < 60 {
+                steady.partial += pipeline.stats.partial - before.partial
+                steady.active += pipeline.stats.activeMacroblocks - before.activeMacroblocks
+            }
+            if n < 60 { #expect(frame.timing.encoded != 0, "frame \(n) changed and was not encoded") } else { encodedAfterStop.append(frame.timing.encoded != 0) }
+        }
+        let stats = pipeline.stats
+        // Once the first picture has converged, typing frames are coded only where
+        // they changed (two characters, the caret, the stamp's changing bits:
+        // about 5 macroblocks) or refine (each for 30 frames): under a quarter of the 920.
+        #expect(stats.partial >= 50 && steady.partial == 15)
+        #expect(steady.active < 15 * 230, "\(steady.active / max(1, steady.partial)) macroblocks a typing frame")
+        // After the last change, the recent changes refine (30 frames coded at a low quantizer), then nothing is encoded but one empty frame a second.
+        let lastEncoded = try #require(encodedAfterStop.lastIndex(of: true))
+        #expect(encodedAfterStop[..<30].allSatisfy { $0 }, "refining after the last keystroke")
+        #expect(encodedAfterStop.filter { $0 }.count <= 45, "\(encodedAfterStop.filter { $0 }.count) of 90 still frames encoded")
+        #expect(stats.skipped >= 45 && lastEncoded < 90)
+    }
+
+    // MARK: Receivers joining a still share
+
+    @Test func receiverJoiningAStillShareGetsAPicture() throws {
+        let group = uniqueGroup("still-join")
+        let port = 41_000 + 2 * Int(getpid() % 2000)
+        let stats = Paths.temporaryDirectory().appendingPathComponent("host.json").path
+        let h = host([group], ["--rtp", "127.0.0.1:\(port)", "--report", stats, "--exit-when-finished", "--quiet"])
+        let p = producer(group, ["--content", "still", "--size", "640x360", "--fps", "30", "--duration", "9", "--quiet"])
+        sleep(4)  // converged: nothing but one empty frame a second goes out
+        let received = Paths.temporaryDirectory().appendingPathComponent("received.json").path
+        let r = Spawned(Paths.executable("frame-relay"), ["receive", "--port", "\(port)", "--duration", "4", "--report", received, "--quiet"])
+        #expect(r.wait(timeout: 30) == 0, "receiver: \(r.stderr)")
+        #expect(p.wait(timeout: 30) == 0)
+        #expect(h.wait(timeout: 30) == 0, "host: \(h.stderr)")
+        let got = try JSONDecoder().decode(ReceiveReport.self, from: Data(contentsOf: URL(fileURLWithPath: received))).stats
+        #expect(got.plisSent >= 1 && got.keyframes >= 1 && got.framesDecoded >= 1, "\(got)")
+        #expect(got.width == 640 && got.height == 360)
+        let share = try #require(try readShareStats(stats).first)
+        #expect((share.encoded?.skipped ?? 0) > 100, "the share was still: \(share.encoded?.skipped ?? 0) skipped")
+    }
+
+    // MARK: Keyframes only when needed
+
+    @Test func periodicKeyframesOnlyForReceiversThatNeverAsk() throws {
+        // A plain UDP sink never asks: periodic keyframes, every 3 s.
+        let sinkPort = 45_000 + 2 * Int(getpid() % 2000)
+        let sink = TestRTPPeer(port: sinkPort)
+        let plain = try streamPattern(["--rtp", "127.0.0.1:\(sinkPort)"], seconds: 7) { sink.pump(7.5) }
+        #expect((plain.encoded?.keyframes ?? 0) >= 3, "\(plain.encoded?.keyframes ?? 0) keyframes in 7 s to a sink that never asks")
+
+        // `frame-relay receive` joining late asks with a PLI: after that keyframe, none until it asks again.
+        let port = 43_000 + 2 * Int(getpid() % 2000)
+        let received = Paths.temporaryDirectory().appendingPathComponent("received.json").path
+        var receiver: Spawned?
+        let asked = try streamPattern(["--rtp", "127.0.0.1:\(port)"], seconds: 9) {
+            sleep(1)
+            receiver = Spawned(Paths.executable("frame-relay"), ["receive", "--port", "\(port)", "--duration", "7", "--report", received, "--quiet"])
+        }
+        #expect(receiver?.wait(timeout: 30) == 0)
+        let got = try JSONDecoder().decode(ReceiveReport.self, from: Data(contentsOf: URL(fileURLWithPath: received))).stats
+        #expect(got.plisSent >= 1 && got.framesDecoded > 100, "\(got)")
+        // The first keyframe, the one asked for, and none of the two periodic ones due in the 7 s after.
+        #expect((asked.encoded?.keyframes ?? 0) == 2, "\(asked.encoded?.keyframes ?? 0) keyframes")
+    }
+
+    /// The synthetic screen streamed for `seconds` by a host with `hostArguments`; `during` runs once both are up.
+    private func streamPattern(_ hostArguments: [String], seconds: Int, during: () throws -> Void = {}) throws -> ShareStats {
+        let group = uniqueGroup("kf")
+        let stats = Paths.temporaryDirectory().appendingPathComponent("host.json").path
+        let h = host([group], hostArguments + ["--report", stats, "--exit-when-finished", "--quiet"])
+        let p = producer(group, ["--size", "640x360", "--fps", "30", "--duration", "\(seconds)", "--quiet"])
+        try during()
+        #expect(p.wait(timeout: 60) == 0)
+        #expect(h.wait(timeout: 60) == 0, "host: \(h.stderr)")
+        return try #require(try readShareStats(stats).first)
+    }
+
+    // MARK: Content models
+
+    @Test(arguments: ContentScreen.Content.allCases)
+    func contentModelsChangeWhatTheyClaimAndCarryTheFrameStamp(_ content: ContentScreen.Content) throws {
+        let screen = try ContentScreen(content, width: 1280, height: 720)
+        let detector = DamageDetector()
+        var changedFractions: [Double] = []
+        for n in 0..<90 {
+            let picture = try #require(screen.nextFrame(number: UInt64(n)))
+            var map = [UInt8](repeating: 0, count: 80 * 45)
+            let changed = try detector.compare(EncoderInput(picture), into: &map)
+            if n > 0 { changedFractions.append(Double(changed) / 3600) }
+            if content != .still {
+                let number = picture.withUnsafeMutablePlane(0) { bytes, stride in
+                    FrameStamp.read(luma: UnsafeRawBufferPointer(bytes), stride: stride, width: 1280, height: 720)
+                }
+                #expect(number == UInt64(n))
+            }
+        }
+        let mean = changedFractions.reduce(0, +) / Double(changedFractions.count)
+        switch content {
+        case .still: #expect(mean == 0)
+        case .typing: #expect(mean > 0 && mean < 0.01, "typing changed \(mean * 100) % a frame")
+        case .scrolling: #expect(changedFractions.filter { $0 > 0.2 }.count >= 20 && changedFractions.filter { $0 < 0.01 }.count >= 40, "bursts and rests")
+        case .video: #expect(mean > 0.2 && mean < 0.35, "a 640×360 region of 1280×720 is 25 %: \(mean * 100) %")
+        case .drag: #expect(mean > 0.02 && mean < 0.3, "\(mean * 100) %")
+        case .mixed: #expect(mean > 0 && mean < 0.01, "the first 90 frames of the minute are typing: \(mean * 100) %")
+        }
+    }
+}
+
+/// libyuv's PSNR over all three planes of two I420 pictures of one size (100 dB when identical).
+func psnr(_ a: PixelBuffer, _ b: PixelBuffer) -> Double {
+    a.withUnsafeMutablePlane(0) { ay, ays in a.withUnsafeMutablePlane(1) { au, aus in a.withUnsafeMutablePlane(2) { av, avs in
+        b.withUnsafeMutablePlane(0) { by, bys in b.withUnsafeMutablePlane(1) { bu, bus in b.withUnsafeMutablePlane(2) { bv, bvs in
+            min(100, I420Psnr(ay.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(ays), au.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(aus),
+                              av.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(avs), by.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(bys),
+                              bu.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(bus), bv.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(bvs),
+                              Int32(a.width), Int32(a.height)))
+        } } }
+    } } }
+}

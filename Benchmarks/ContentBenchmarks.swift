@@ -95,8 +95,9 @@ func contentBenchmarks(quick: Bool, clip: String?) throws -> [BenchmarkResult] {
             everyChanged.add(e)
             awareChanged.add(a)
         }
-        results.append(BenchmarkResult(name: name + ".encoded_frame_host_time_delta.p50", unit: "us", value: awareChanged.percentile(50) - everyChanged.percentile(50),
-            extra: "taken → encoded p50 of frames both encoded: \(fixed(awareChanged.percentile(50), 0)) µs against \(fixed(everyChanged.percentile(50), 0)) µs"))
+        results.append(BenchmarkResult(name: name + ".changed_only.encoded_frame_host_time.p50", unit: "us", value: awareChanged.percentile(50),
+            extra: "taken → encoded of the frames both ways encoded; every frame: \(fixed(everyChanged.percentile(50), 0)) µs, "
+                + "\(fixed(awareChanged.percentile(50) - everyChanged.percentile(50), 0)) µs apart"))
         if source == "still" {
             // Once converged: the second half of the run.
             let half = count / 2
@@ -118,7 +119,14 @@ private final class ContentFrames {
         picture = try PixelBuffer(width: width, height: height, format: .i420)
         switch source {
         case "clip":
-            clipFrames = try loadFrames(source: "clip", width: width, height: height, count: 10_000, clip: clip).i420
+            // One pass of the clip (120 frames), looped here.
+            guard let clip else { throw UsageError("the clip needs --clip PATH") }
+            let reader = try Y4MFileSource(path: clip, loop: false)
+            while let frame = try reader.nextFrame(number: UInt64(clipFrames.count)) {
+                let copy = try PixelBuffer(width: width, height: height, format: .i420)
+                scale(frame, into: copy)
+                clipFrames.append(copy)
+            }
             screen = nil
         case "pattern":
             screen = try SyntheticScreen(width: width, height: height, format: .i420)

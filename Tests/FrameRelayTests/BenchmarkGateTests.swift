@@ -27,6 +27,27 @@ import Testing
         #expect(regressions(slower, baseline: baseline, thresholdPercent: 10).isEmpty)
     }
 
+    @Test func savingsFrameRatesAndPictureQualityAreBetterHigher() {
+        let base = [
+            BenchmarkResult(name: "content.typing.720p.cpu_saving_ratio", unit: "x", value: 2),
+            BenchmarkResult(name: "content.typing.720p.changed_only.frames_per_cpu_second", unit: "fps", value: 600),
+            BenchmarkResult(name: "content.typing.720p.changed_only.viewer_psnr", unit: "dB", value: 48),
+            BenchmarkResult(name: "content.still.720p.converged_cpu_share", unit: "%", value: 3),
+        ]
+        var worse = base
+        worse[0].value = 1.5
+        worse[1].value = 400
+        worse[2].value = 40
+        worse[3].value = 4
+        #expect(regressions(worse, baseline: base, thresholdPercent: 10).count == 4)
+        var better = base
+        better[0].value = 3
+        better[1].value = 900
+        better[2].value = 50
+        better[3].value = 2
+        #expect(regressions(better, baseline: base, thresholdPercent: 10).isEmpty)
+    }
+
     @Test func jsonHasTheShapeCIActionsRead() throws {
         let data = try JSONEncoder().encode(baseline)
         let array = try #require(try JSONSerialization.jsonObject(with: data) as? [[String: Any]])

@@ -5,6 +5,8 @@ import Testing
 /// Bad input: one clear line on stderr and a non-zero exit, from both executables.
 @Suite struct CLITests {
     static let producerCases: [([String], String)] = [
+        (["--content", "desk"], "invalid --content \"desk\": one of still, typing, scrolling, video, drag, mixed"),
+        (["--content", "typing", "--source", "x11"], "--content draws the screen itself: not with --source x11"),
         (["--app-group", "com.example.app"], "must start with \"group.\""),
         (["--app-group", "group.bad name"], "is not allowed"),
         (["--size", "0x720"], "width and height must be 1...16383"),
@@ -85,6 +87,7 @@ import Testing
         (["demo", "--fps", "0"], "invalid --fps \"0\""),
         (["load-test", "--html", "/nonexistent/x.html"], "cannot write --html /nonexistent/x.html"),
         (["load-test", "--retries", "2"], "--retries needs --ramp"),
+        (["load-test", "--content", "desk"], "invalid --content \"desk\": pattern or one of still, typing"),
     ]
 
     @Test(arguments: hostCases)

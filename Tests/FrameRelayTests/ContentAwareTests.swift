@@ -105,13 +105,24 @@ import Testing
         #expect(stats.skipped >= 45 && lastEncoded < 90)
     }
 
+    @Test func statusLineCountsSkippedApartFromDropped() {
+        var share = ShareStats(appGroup: "group.com.example.status")
+        share.producerAttaches = 1
+        share.ring.dropped = 3
+        share.encoded = EncodeStats()
+        share.encoded?.skipped = 40
+        let line = StatusLine.format(share)
+        #expect(line.contains("dropped 3  skipped 40"), "\(line)")
+    }
+
     // MARK: Receivers joining a still share
 
     @Test func receiverJoiningAStillShareGetsAPicture() throws {
         let group = uniqueGroup("still-join")
         let port = 41_000 + 2 * Int(getpid() % 2000)
         let stats = Paths.temporaryDirectory().appendingPathComponent("host.json").path
-        let h = host([group], ["--rtp", "127.0.0.1:\(port)", "--report", stats, "--exit-when-finished", "--quiet"])
+        // No periodic keyframes (they would reach the receiver unasked): only the idle repeat and the receiver's PLI.
+        let h = host([group], ["--rtp", "127.0.0.1:\(port)", "--keyframe-interval", "0", "--report", stats, "--exit-when-finished", "--quiet"])
         let p = producer(group, ["--content", "still", "--size", "640x360", "--fps", "30", "--duration", "9", "--quiet"])
         sleep(4)  // converged: nothing but one empty frame a second goes out
         let received = Paths.temporaryDirectory().appendingPathComponent("received.json").path
@@ -162,6 +173,21 @@ import Testing
         return try #require(try readShareStats(stats).first)
     }
 
+    @Test func loadTestOnAStillScreenCountsSkippedFramesAsDelivered() throws {
+        let json = Paths.temporaryDirectory().appendingPathComponent("load.json").path
+        let result = run(Paths.executable("frame-relay"), [
+            "load-test", "--sessions", "2", "--content", "still", "--size", "320x240", "--fps", "15", "--duration", "5", "--report", json,
+            "--html", Paths.temporaryDirectory().appendingPathComponent("load.html").path,
+        ], timeout: 60)
+        #expect(result.status == 0, "\(result.stderr)")
+        let step = try #require(try JSONDecoder().decode(LoadTestReport.self, from: Data(contentsOf: URL(fileURLWithPath: json))).steps.first)
+        for share in step.shares {
+            // 75 frames in: about 40 to converge, the rest skipped (and one empty frame a second), none dropped.
+            #expect(share.framesSkipped >= 20 && share.framesOut + share.framesSkipped >= 60 && share.dropPercent < 1, "\(share)")
+            #expect(share.fps > 12, "skipped frames were delivered: \(share.fps) frames/s")
+        }
+    }
+
     // MARK: Content models
 
     @Test(arguments: ContentScreen.Content.allCases)
@@ -169,22 +195,23 @@ import Testing
         let screen = try ContentScreen(content, width: 1280, height: 720)
         let detector = DamageDetector()
         var changedFractions: [Double] = []
+        var lastStamp: UInt64 = 0
         for n in 0..<90 {
             let picture = try #require(screen.nextFrame(number: UInt64(n)))
             var map = [UInt8](repeating: 0, count: 80 * 45)
             let changed = try detector.compare(EncoderInput(picture), into: &map)
             if n > 0 { changedFractions.append(Double(changed) / 3600) }
-            if content != .still {
-                let number = picture.withUnsafeMutablePlane(0) { bytes, stride in
-                    FrameStamp.read(luma: UnsafeRawBufferPointer(bytes), stride: stride, width: 1280, height: 720)
-                }
-                #expect(number == UInt64(n))
+            // The stamp: this frame's number when the picture changed, else the last one's.
+            let number = picture.withUnsafeMutablePlane(0) { bytes, stride in
+                FrameStamp.read(luma: UnsafeRawBufferPointer(bytes), stride: stride, width: 1280, height: 720)
             }
+            if changed > 0 { lastStamp = UInt64(n) }
+            #expect(number == lastStamp, "frame \(n)")
         }
         let mean = changedFractions.reduce(0, +) / Double(changedFractions.count)
         switch content {
         case .still: #expect(mean == 0)
-        case .typing: #expect(mean > 0 && mean < 0.01, "typing changed \(mean * 100) % a frame")
+        case .typing: #expect(changedFractions.allSatisfy { $0 > 0 } && mean < 0.01, "typing changed \(mean * 100) % a frame")
         case .scrolling: #expect(changedFractions.filter { $0 > 0.2 }.count >= 20 && changedFractions.filter { $0 < 0.01 }.count >= 40, "bursts and rests")
         case .video: #expect(mean > 0.2 && mean < 0.35, "a 640×360 region of 1280×720 is 25 %: \(mean * 100) %")
         case .drag: #expect(mean > 0.02 && mean < 0.3, "\(mean * 100) %")

@@ -183,6 +183,7 @@ import Testing
 
             let metrics = String(decoding: fetch("\(base)/metrics").body, as: UTF8.self)
             #expect(metrics.contains("framerelay_frames_taken_total{app_group=\"\(group.name)\"}"))
+            #expect(metrics.contains("framerelay_frames_skipped_total{app_group=\"\(group.name)\"}"), "skipped apart from dropped")
             #expect(metrics.contains("# TYPE framerelay_capture_latency_seconds summary"))
 
             let stats = try JSONDecoder().decode([ShareStats].self, from: fetch("\(base)/stats.json").body)

@@ -14,8 +14,9 @@ public struct BenchmarkResult: Codable, Sendable, Equatable {
         self.extra = extra
     }
 
-    /// Whether a bigger value is better: throughputs. Every other figure is a cost.
-    public var higherIsBetter: Bool { name.contains("throughput") }
+    /// Whether a bigger value is better: throughputs, savings, frames per
+    /// CPU second, picture quality (dB). Every other figure is a cost.
+    public var higherIsBetter: Bool { name.contains("throughput") || name.contains("saving") || unit == "fps" || unit == "dB" }
 }
 
 /// The regression gate: each case present in both runs whose value got

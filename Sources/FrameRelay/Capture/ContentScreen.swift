@@ -3,16 +3,17 @@
 ///
 /// Each model draws a desktop with a document window and a second window,
 /// then changes only what its kind of use changes, at 30 frames/s:
-/// - `still`: nothing after the first frame (its stamp stays frame 0: a
-///   stamp that counted would be a change).
+/// - `still`: nothing after the first frame.
 /// - `typing`: two characters a frame into the document, a caret blinking twice a second.
 /// - `scrolling`: the document scrolls 12 rows a frame for 2/3 s, then rests 4/3 s.
 /// - `video`: a 640×360 region (scaled with the screen) plays moving pictures.
 /// - `drag`: the second window is dragged across the desktop.
 /// - `mixed`: a scripted minute, 10 s each: typing, still, scrolling, video, drag, still.
 ///
-/// Every model but `still` stamps the frame number (``FrameStamp``) so that
-/// receivers read frame numbers as from the synthetic screen.
+/// Each picture carries a frame stamp (``FrameStamp``) as the synthetic
+/// screen's do: the number of the frame that last changed the picture (a
+/// stamp that counted every frame would itself change every frame), so a
+/// receiver reads the number of the frame whose content it shows.
 public final class ContentScreen: FrameSource {
     public enum Content: String, CaseIterable, Sendable {
         case still, typing, scrolling, video, drag, mixed
@@ -57,8 +58,10 @@ public final class ContentScreen: FrameSource {
         if drawn != state {
             draw()
             drawn = state
+            // The stamp names the frame that last changed the picture: a stamp
+            // that counted every frame would itself be a change.
+            FrameStamp.draw(number, on: canvas)
         }
-        if content != .still { FrameStamp.draw(number, on: canvas) }
         return buffer
     }
 

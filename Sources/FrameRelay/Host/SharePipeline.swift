@@ -188,4 +188,6 @@ public struct EncodeStats: Sendable, Codable {
     public var captureToEncoded = LatencySummary(count: 0, p50: 0, p90: 0, p99: 0, max: 0, mean: 0)
     /// Captured → encoded as a distribution (four ranges per power of two).
     public var captureToEncodedBins: [LatencyBin] = []
+
+    public init() {}
 }

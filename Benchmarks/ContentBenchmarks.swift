@@ -1,5 +1,4 @@
 @preconcurrency import Glibc
-import CYuv
 import FrameRelay
 
 /// One way of encoding a content, measured as a viewer sees it: the host's
@@ -37,19 +36,7 @@ private final class ContentRun {
             }
             next += 1
         }
-        psnr.append(held.map { Self.psnr(frame, $0) } ?? 0)
-    }
-
-    /// libyuv's I420 PSNR (all three planes), capped at 100 dB for identical pictures.
-    static func psnr(_ a: PixelBuffer, _ b: PixelBuffer) -> Double {
-        a.withUnsafeMutablePlane(0) { ay, ays in a.withUnsafeMutablePlane(1) { au, aus in a.withUnsafeMutablePlane(2) { av, avs in
-            b.withUnsafeMutablePlane(0) { by, bys in b.withUnsafeMutablePlane(1) { bu, bus in b.withUnsafeMutablePlane(2) { bv, bvs in
-                min(100, I420Psnr(ay.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(ays), au.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(aus),
-                                  av.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(avs), by.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(bys),
-                                  bu.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(bus), bv.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(bvs),
-                                  Int32(a.width), Int32(a.height)))
-            } } }
-        } } }
+        psnr.append(held.map { PixelConversion.psnr(frame, $0) } ?? 0)
     }
 }
 

@@ -58,6 +58,8 @@ func parseSettings() throws -> Settings {
     parser.option("report", "PATH", help: "Write counters as JSON here at exit.")
     parser.flag("exit-with-parent", help: "Finish when the process that started this one exits (as frame-relay demo and load-test run it).")
     parser.flag("quiet", help: "No log lines.")
+    parser.epilog = "  --version                   Print the version."
+    if CommandLine.arguments.dropFirst().first == "--version" { throw HelpRequested(text: "broadcast-sim \(FrameRelayVersion.string)") }
     try parser.parse(Array(CommandLine.arguments.dropFirst()))
 
     let group = parser.string("app-group")!

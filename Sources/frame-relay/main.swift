@@ -31,6 +31,8 @@ struct HostSettings {
     var exitWhenFinished: Bool
     var statsPath: String?
     var quiet: Bool
+    /// Exit 1 when a share took fewer frames than this (a CI job that moved nothing fails).
+    var expectFrames: UInt64? = nil
 }
 
 func declareHostOptions(_ parser: inout OptionParser) {
@@ -42,6 +44,7 @@ func declareHostOptions(_ parser: inout OptionParser) {
     parser.option("frames", "N", help: "Exit after N frames taken on every share.")
     parser.option("duration", "SECONDS", help: "Exit after this many seconds.")
     parser.flag("exit-when-finished", help: "Exit once every producer has finished its broadcast.")
+    parser.option("expect-frames", "N", help: "Exit 1 if any share took fewer than N frames (for CI: a run that moved nothing fails).")
     parser.option("report", "PATH", help: "Write a JSON summary at exit: per share, counters and percentiles of every stage.")
     parser.option("trace", "PATH", help: "Write one JSON line per frame with its time at every stage (CLOCK_MONOTONIC ns).")
     parser.flag("quiet", help: "No status line or log lines.")
@@ -134,7 +137,7 @@ func hostSettings(_ parser: OptionParser) throws -> HostSettings {
     var settings = HostSettings(
         groups: groups, options: options, encoding: encoding, frames: try parser.int("frames", in: 1...Int.max).map(UInt64.init),
         duration: try parser.double("duration", in: 0.001...1e9), exitWhenFinished: parser.flag("exit-when-finished"),
-        statsPath: parser.string("report"), quiet: parser.flag("quiet"))
+        statsPath: parser.string("report"), quiet: parser.flag("quiet"), expectFrames: try parser.int("expect-frames", in: 1...Int.max).map(UInt64.init))
     settings.streaming = streaming
     settings.sdpPaths = sdpPaths
     settings.janus = janus
@@ -262,6 +265,11 @@ func runHost(
         log("error: \(message)")
         return 1
     }
+    if let expected = s.expectFrames, let short = finals.first(where: { $0.taken < expected }) {
+        log("error: \(short.appGroup) took \(short.taken) frames, fewer than --expect-frames \(expected)"
+            + (short.producerAttaches == 0 ? " (no producer attached: is broadcast-sim running with this --app-group?)" : ""))
+        return 1
+    }
     return 0
 }
 
@@ -363,14 +371,38 @@ struct UncheckedBox<T>: @unchecked Sendable {
     init(_ value: T) { self.value = value }
 }
 
+/// The subcommands, as `frame-relay --help` and `frame-relay help` list them.
+let subcommands = """
+    Subcommands (frame-relay SUBCOMMAND --help for each):
+      run (default)   attach to App Group rings; encode, stream, record, view
+      demo            a producer and this host on built-in defaults
+      receive         receive our RTP, decode it, measure glass-to-glass
+      load-test       many shares at once: drops, fps, latency, CPU
+      janus           run a Janus of our own for --janus (tests, demos)
+      help            this help
+    """
+
+func runParser() -> OptionParser {
+    var parser = OptionParser(command: "frame-relay [run]", summary: "attach to App Group rings and take every newest frame, with live per-frame stats")
+    parser.epilog = subcommands + "\n  --version                   Print the version."
+    declareHostOptions(&parser)
+    return parser
+}
+
 func runCommand() throws -> Int32 {
     var arguments = Array(CommandLine.arguments.dropFirst())
+    if arguments.first == "--version" || arguments.first == "version" {
+        print("frame-relay \(FrameRelayVersion.string)")
+        return 0
+    }
     let subcommand = arguments.first.flatMap { $0.hasPrefix("-") ? nil : $0 } ?? "run"
     if !arguments.isEmpty, !arguments[0].hasPrefix("-") { arguments.removeFirst() }
     switch subcommand {
+    case "help":
+        print(runParser().usage)
+        return 0
     case "run":
-        var parser = OptionParser(command: "frame-relay [run]", summary: "attach to App Group rings and take every newest frame, with live per-frame stats")
-        declareHostOptions(&parser)
+        var parser = runParser()
         try parser.parse(arguments)
         let settings = try hostSettings(parser)
         if parser.flag("exit-with-parent"), try !Signals.stopWithParent() { return 1 }
@@ -384,7 +416,7 @@ func runCommand() throws -> Int32 {
     case "janus":
         return try runJanus(arguments)
     default:
-        throw UsageError("unknown subcommand \"\(subcommand)\": run, demo, receive, load-test, janus (see --help)")
+        throw UsageError("unknown subcommand \"\(subcommand)\": run, demo, receive, load-test, janus, help (see --help)")
     }
 }
 

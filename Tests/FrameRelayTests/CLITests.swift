@@ -114,6 +114,64 @@ import Testing
         #expect(relay.status == 0 && relay.stdout.contains("--exit-when-finished"))
     }
 
+    @Test func helpNamesTheSubcommandsFitsEightyColumnsAndVersionAnswers() {
+        let help = run(Paths.executable("frame-relay"), ["--help"])
+        for subcommand in ["demo", "receive", "load-test", "janus", "help"] {
+            #expect(help.stdout.contains("\n  \(subcommand) "), "--help does not list \(subcommand)")
+        }
+        #expect(run(Paths.executable("frame-relay"), ["help"]).stdout == help.stdout)
+        for arguments in [["--help"], ["demo", "--help"], ["receive", "--help"], ["load-test", "--help"], ["janus", "--help"]] {
+            let text = run(Paths.executable("frame-relay"), arguments).stdout
+            let wide = text.split(separator: "\n").filter { $0.count > 80 }
+            #expect(wide.isEmpty, "\(arguments): \(wide)")
+        }
+        let wide = run(Paths.executable("broadcast-sim"), ["--help"]).stdout.split(separator: "\n").filter { $0.count > 80 }
+        #expect(wide.isEmpty, "broadcast-sim: \(wide)")
+        let version = run(Paths.executable("frame-relay"), ["--version"])
+        #expect(version.status == 0 && version.stdout == "frame-relay \(FrameRelayVersion.string)\n")
+        let simVersion = run(Paths.executable("broadcast-sim"), ["--version"])
+        #expect(simVersion.status == 0 && simVersion.stdout == "broadcast-sim \(FrameRelayVersion.string)\n")
+    }
+
+    /// Off a terminal (a CI log) the status comes as a plain line every 2 s.
+    @Test func statusComesAsPlainLinesInAPipe() {
+        let group = uniqueGroup("plain")
+        let result = run(Paths.executable("frame-relay"), ["--app-group", group.name, "--no-encode", "--duration", "4.5"])
+        let lines = result.stderr.split(separator: "\n").filter { $0.hasPrefix("frame-relay: \(group.name)  waiting for producer  taken 0") }
+        #expect(result.status == 0 && (2...3).contains(lines.count), "\(result.stderr)")
+        #expect(!result.stderr.contains("\u{1B}["), "no terminal escapes in a log")
+    }
+
+    /// On an 80-column terminal every status line fits, most useful figures first.
+    @Test func statusLineFitsAnEightyColumnTerminal() {
+        let group = uniqueGroup("eighty")
+        let p = producer(group, ["--size", "320x240", "--fps", "30", "--duration", "4", "--quiet"])
+        let command = "stty cols 80 rows 24; exec \(Paths.executable("frame-relay")) --app-group \(group.name) --duration 3 --bitrate 500"
+        let result = run("/usr/bin/script", ["-qec", command, "/dev/null"], timeout: 30)
+        _ = p.wait(timeout: 30)
+        // The pty's output, escapes taken out: every drawn status line within 79 columns.
+        var text = result.stdout
+        for escape in ["\u{1B}[2K", "\r"] { text = text.replacingOccurrences(of: escape, with: "") }
+        text = text.replacingOccurrences(of: "\u{1B}\\[[0-9]+A", with: "", options: .regularExpression)
+        let shortName = String(group.name.prefix(13)) + "…" + String(group.name.suffix(12))
+        let status = text.split(separator: "\n").filter { $0.hasPrefix(shortName) && $0.contains(" fps  taken ") }
+        #expect(status.count >= 5, "\(text)")
+        #expect(status.allSatisfy { $0.count <= 79 }, "\(status.map(\.count))")
+        #expect(status.contains { $0.contains("dropped") && $0.contains("skipped") }, "\(status)")
+    }
+
+    /// A CI job whose host saw no frames fails, in one line that says why.
+    @Test func aRunThatMovedNothingFailsWithExpectFrames() {
+        let group = uniqueGroup("expect")
+        let nothing = run(Paths.executable("frame-relay"), ["--app-group", group.name, "--no-encode", "--duration", "1", "--expect-frames", "1", "--quiet"])
+        #expect(nothing.status == 1)
+        #expect(nothing.stderr == "frame-relay: error: \(group.name) took 0 frames, fewer than --expect-frames 1 (no producer attached: is broadcast-sim running with this --app-group?)\n")
+        let h = host([group], ["--no-encode", "--exit-when-finished", "--expect-frames", "20", "--quiet"])
+        let p = producer(group, ["--frames", "30", "--fps", "60", "--size", "160x120", "--quiet"])
+        #expect(p.wait(timeout: 30) == 0)
+        #expect(h.wait(timeout: 30) == 0, "\(h.stderr)")
+    }
+
     /// An output that is a FIFO nobody reads fails at once rather than blocking where no signal reaches.
     @Test func aFIFOWithoutReaderFailsAtOnce() throws {
         let fifo = Paths.temporaryDirectory().appendingPathComponent("fifo").path

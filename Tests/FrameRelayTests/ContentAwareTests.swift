@@ -1,5 +1,4 @@
 @preconcurrency import Glibc
-import CYuv
 import Foundation
 import FrameRelay
 import Testing
@@ -39,7 +38,7 @@ import Testing
         for frame in try ivfFrames(ivf) {
             frame.withUnsafeBytes { _ = decoder.decode($0) { last = try? $0.copyI420() } }
         }
-        return (ivf, share, psnr(source, try #require(last)))
+        return (ivf, share, PixelConversion.psnr(source, try #require(last)))
     }
 
     @Test func stillScreenStopsSendingOnceConvergedAndShowsTheSourceAsEncodingEveryFrameDoes() throws {
@@ -218,16 +217,4 @@ import Testing
         case .mixed: #expect(mean > 0 && mean < 0.01, "the first 90 frames of the minute are typing: \(mean * 100) %")
         }
     }
-}
-
-/// libyuv's PSNR over all three planes of two I420 pictures of one size (100 dB when identical).
-func psnr(_ a: PixelBuffer, _ b: PixelBuffer) -> Double {
-    a.withUnsafeMutablePlane(0) { ay, ays in a.withUnsafeMutablePlane(1) { au, aus in a.withUnsafeMutablePlane(2) { av, avs in
-        b.withUnsafeMutablePlane(0) { by, bys in b.withUnsafeMutablePlane(1) { bu, bus in b.withUnsafeMutablePlane(2) { bv, bvs in
-            min(100, I420Psnr(ay.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(ays), au.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(aus),
-                              av.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(avs), by.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(bys),
-                              bu.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(bus), bv.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(bvs),
-                              Int32(a.width), Int32(a.height)))
-        } } }
-    } } }
 }

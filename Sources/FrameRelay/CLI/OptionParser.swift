@@ -12,6 +12,8 @@ public struct OptionParser {
 
     public let command: String
     public let summary: String
+    /// Text after the options (subcommands, examples).
+    public var epilog: String?
     private var options: [Option] = []
     private var values: [String: [String]] = [:]
     private var flags: Set<String> = []
@@ -31,18 +33,47 @@ public struct OptionParser {
         options.append(Option(name: name, valueName: nil, help: help, defaultValue: nil, repeatable: false))
     }
 
+    /// The help: every option on lines that fit 80 columns.
     public var usage: String {
-        var lines = ["\(command): \(summary)", "", "Options:"]
+        var lines = Self.wrap("\(command): \(summary)", width: 80, indent: "  ") + ["", "Options:"]
         for option in options {
             var left = "  --\(option.name)"
             if let value = option.valueName { left += " \(value)" }
             var right = option.help
-            if let value = option.defaultValue { right += " (default: \(value))" }
+            // "(default: VALUE)" is kept on one line where it fits: its space is no break point then.
+            if let value = option.defaultValue { right += " (default:" + (value.count < 38 ? "\u{0}" : " ") + "\(value))" }
             if option.repeatable { right += " (repeatable)" }
-            lines.append(left + String(repeating: " ", count: max(2, 30 - left.count)) + right)
+            let column = String(repeating: " ", count: 30)
+            let wrapped = Self.wrap(right, width: 50, indent: "").map { String($0.map { $0 == "\u{0}" ? " " : $0 }) }
+            if left.count <= 28 {
+                lines.append(left + String(repeating: " ", count: 30 - left.count) + wrapped[0])
+            } else {
+                lines.append(left)
+                lines.append(column + wrapped[0])
+            }
+            lines += wrapped.dropFirst().map { column + $0 }
         }
         lines.append("  --help                      Show this help.")
+        if let epilog { lines += ["", epilog] }
         return lines.joined(separator: "\n")
+    }
+
+    /// `text` broken at spaces into lines of at most `width` characters (a
+    /// longer word stands alone), continuation lines starting with `indent`.
+    static func wrap(_ text: String, width: Int, indent: String) -> [String] {
+        var lines: [String] = []
+        var line = ""
+        for word in text.split(separator: " ", omittingEmptySubsequences: false) {
+            let prefix = lines.isEmpty ? "" : indent
+            if !line.isEmpty, prefix.count + line.count + 1 + word.count > width {
+                lines.append(prefix + line)
+                line = String(word)
+            } else {
+                line += (line.isEmpty ? "" : " ") + word
+            }
+        }
+        lines.append((lines.isEmpty ? "" : indent) + line)
+        return lines
     }
 
     /// Parses `arguments`; throws ``UsageError`` for unknown options or
@@ -121,9 +152,10 @@ public struct UsageError: Error, CustomStringConvertible {
     public init(_ description: String) { self.description = description }
 }
 
-/// `--help` was given; `text` is the usage to print.
+/// `--help` (or `--version`) was given; `text` is what to print before exiting 0.
 public struct HelpRequested: Error {
     public let text: String
+    public init(text: String) { self.text = text }
 }
 
 /// Parses `WIDTHxHEIGHT` (1…16383 each).

@@ -27,6 +27,14 @@ public enum PixelConversion {
         }
     }
 
+    /// libyuv's PSNR over all three planes of two I420 pictures of one size,
+    /// in dB (capped at 100 for identical pictures): what a viewer sees against the source.
+    public static func psnr(_ a: PixelBuffer, _ b: PixelBuffer) -> Double {
+        precondition(a.format == .i420 && b.format == .i420 && a.width == b.width && a.height == b.height)
+        return min(100, I420Psnr(y(a, 0), s(a, 0), y(a, 1), s(a, 1), y(a, 2), s(a, 2), y(b, 0), s(b, 0), y(b, 1), s(b, 1), y(b, 2), s(b, 2),
+                                 Int32(a.width), Int32(a.height)))
+    }
+
     /// Rotates (clockwise, in degrees) and optionally mirrors an I420 or BGRA
     /// buffer into `dst`, whose size is the rotated size.
     static func rotate(_ src: PixelBuffer, clockwiseDegrees: Int, mirror: Bool, into dst: PixelBuffer, scratch: PixelBuffer?) {

@@ -1,29 +1,68 @@
 @preconcurrency import Glibc
 
-/// A live status display on a terminal: one line per share, redrawn in
-/// place. Silent when stderr is not a terminal.
+/// The host's live status: on a terminal, one line per share redrawn in
+/// place and cut to the terminal's width (the most useful figures first);
+/// elsewhere (a CI log, a pipe), one plain line per share every
+/// ``plainInterval``. Latencies are all in milliseconds.
 public final class StatusLine {
     public let isEnabled: Bool
+    private let isTerminal: Bool
     private var linesDrawn = 0
+    private var lastPlain: UInt64 = 0
+    /// Encoded bytes and when, per share, for the bitrate.
+    private var lastBytes: [String: (bytes: UInt64, time: UInt64, kbps: Double)] = [:]
+    /// How often a plain line is written when stderr is not a terminal.
+    public static let plainInterval: UInt64 = 2_000_000_000
 
     public init(enabled: Bool = true) {
-        isEnabled = enabled && isatty(STDERR_FILENO) == 1
+        isEnabled = enabled
+        isTerminal = isatty(STDERR_FILENO) == 1
     }
 
-    /// Redraws the display with these shares.
+    /// The terminal's width in columns (80 when it does not say).
+    static func terminalWidth() -> Int {
+        var size = winsize()
+        guard ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return 80 }
+        return Int(size.ws_col)
+    }
+
+    /// Redraws the display with these shares (a plain line every few seconds off a terminal).
     public func update(_ shares: [ShareStats]) {
         guard isEnabled else { return }
+        let now = MonotonicClock.now()
+        let rates = shares.map { bitrate($0, now: now) }
+        if !isTerminal {
+            guard now &- lastPlain >= Self.plainInterval else { return }
+            lastPlain = now
+            writeStandardError(zip(shares, rates).map { "frame-relay: " + Self.format($0, kbps: $1) + "\n" }.joined())
+            return
+        }
+        let width = Self.terminalWidth()
         var text = linesDrawn > 0 ? "\u{1B}[\(linesDrawn)A" : ""
-        for share in shares {
-            text += "\u{1B}[2K" + Self.format(share) + "\n"
+        for (share, kbps) in zip(shares, rates) {
+            text += "\u{1B}[2K" + Self.format(share, kbps: kbps, width: width - 1) + "\n"
         }
         linesDrawn = shares.count
         writeStandardError(text)
     }
 
+    /// kbit/s of encoded VP8 since the last call for this share.
+    private func bitrate(_ share: ShareStats, now: UInt64) -> Double? {
+        guard let bytes = share.encoded?.bytes else { return nil }
+        let last = lastBytes[share.appGroup]
+        var kbps = last?.kbps ?? 0
+        if let last, now &- last.time >= 1_000_000_000 {
+            kbps = Double(bytes &- last.bytes) * 8 / 1000 / (Double(now &- last.time) / 1e9)
+        } else if last != nil {
+            return last?.kbps
+        }
+        lastBytes[share.appGroup] = (bytes, now, kbps)
+        return kbps
+    }
+
     /// Clears the display before normal output.
     public func clear() {
-        guard isEnabled, linesDrawn > 0 else { return }
+        guard isEnabled, isTerminal, linesDrawn > 0 else { return }
         var text = "\u{1B}[\(linesDrawn)A"
         for _ in 0..<linesDrawn { text += "\u{1B}[2K\n" }
         text += "\u{1B}[\(linesDrawn)A"
@@ -31,14 +70,34 @@ public final class StatusLine {
         writeStandardError(text)
     }
 
-    /// One share as a line: frames/s, drops, and latency percentiles.
-    public static func format(_ s: ShareStats) -> String {
-        let state = s.producerAttaches == 0 ? "waiting for producer" : "\(fixed(s.fps, 1)) fps"
+    /// One share as a line of fields, most useful first, that fits `width`
+    /// (the fields that do not fit are left out, never cut in the middle).
+    public static func format(_ s: ShareStats, kbps: Double? = nil, width: Int = .max) -> String {
+        func ms(_ micros: Double) -> String { fixed(micros / 1000, micros < 10_000 ? 2 : 1) + " ms" }
+        // A long App Group keeps its start and end on a narrow terminal.
+        var name = s.appGroup
+        if width < .max, name.count > width / 3, width >= 24 {
+            let keep = width / 6
+            name = String(name.prefix(keep)) + "…" + String(name.suffix(keep - 1))
+        }
+        var fields = [name, s.producerAttaches == 0 ? "waiting for producer" : "\(fixed(s.fps, 1)) fps", "taken \(s.taken)", "dropped \(s.totalDropped)"]
         // Skipped (nothing changed, not encoded) is apart from dropped (replaced in the ring before the host took it).
-        let skipped = s.encoded.map { "  skipped \($0.skipped)" } ?? ""
-        return "\(s.appGroup)  \(state)  taken \(s.taken)  dropped \(s.totalDropped)\(skipped)  invalid \(s.invalid)"
-            + "  capture→taken p50 \(fixed(s.captureToTaken.p50 / 1000, 2)) ms p99 \(fixed(s.captureToTaken.p99 / 1000, 2)) ms"
-            + "  hand-off p99 \(fixed(s.handoff.p99, 0)) µs"
+        if let encoded = s.encoded {
+            fields.append("skipped \(encoded.skipped)")
+            fields.append("capture→encoded p50 \(ms(encoded.captureToEncoded.p50)) p99 \(ms(encoded.captureToEncoded.p99))")
+            fields.append("encode p99 \(ms(encoded.encode.p99))")
+            if let kbps { fields.append("\(fixed(kbps, 0)) kbit/s") }
+        }
+        fields.append("invalid \(s.invalid)")
+        fields.append("capture→taken p50 \(ms(s.captureToTaken.p50)) p99 \(ms(s.captureToTaken.p99))")
+        fields.append("hand-off p99 \(ms(s.handoff.p99))")
+        var line = ""
+        for field in fields {
+            let next = line.isEmpty ? field : line + "  " + field
+            guard next.count <= width else { break }
+            line = next
+        }
+        return line.isEmpty ? String(fields[0].prefix(max(0, width))) : line
     }
 }
 

@@ -18,10 +18,17 @@ public final class DamageDetector {
 
     public init() {}
 
+    /// Whether `count` of `total` macroblocks is enough to code the whole
+    /// frame: past two thirds, an active map saves libvpx nothing worth its bookkeeping.
+    public static func isWholeFrame(_ count: Int, of total: Int) -> Bool { count * 3 >= total * 2 }
+
     /// Marks each macroblock of `input` that differs from the last picture
     /// with 1 in `changed` (`rows × columns` bytes, left as they are
     /// elsewhere) and returns how many it newly marked. The first picture,
-    /// and one of a new size or format, is all changed.
+    /// and one of a new size or format, is all changed. Once the luma shows
+    /// a whole frame's worth of change (``isWholeFrame(_:of:)``), the rest is
+    /// only copied, not compared, and every macroblock counts as changed: the
+    /// frame is coded whole anyway.
     public func compare(_ input: EncoderInput, into changed: UnsafeMutablePointer<UInt8>) throws -> Int {
         let columns = (input.width + 15) / 16, rows = (input.height + 15) / 16
         guard let previous, previous.width == input.width, previous.height == input.height, previous.format == input.format else {
@@ -37,21 +44,37 @@ public final class DamageDetector {
         for plane in 0..<input.format.planeCount {
             // Luma: 16 bytes × 16 rows per macroblock; chroma: 8 × 8 (I420) or 16 × 8 (NV12's interleaved pairs).
             let chroma = plane > 0
-            count += comparePlane(
+            let (marked, whole) = comparePlane(
                 input.plane(plane), input.stride(plane), previous.plane(plane).assumingMemoryBound(to: UInt8.self), previous.stride(plane),
                 rowBytes: input.format.rowBytes(plane: plane, width: input.width), height: input.format.rows(plane: plane, height: input.height),
-                blockBytes: chroma && input.format == .i420 ? 8 : 16, blockRows: chroma ? 8 : 16, changed: changed, columns: columns)
+                blockBytes: chroma && input.format == .i420 ? 8 : 16, blockRows: chroma ? 8 : 16, changed: changed, columns: columns,
+                giveUpAt: chroma ? nil : (2 * columns * rows + 2) / 3)
+            count += marked
+            if whole {
+                for rest in (plane + 1)..<input.format.planeCount { copyPlane(input, rest, into: previous) }
+                var newly = 0
+                for i in 0..<(columns * rows) where changed[i] == 0 {
+                    changed[i] = 1
+                    newly += 1
+                }
+                return count + newly
+            }
         }
         return count
     }
 
     private func comparePlane(
         _ current: UnsafePointer<UInt8>, _ currentStride: Int, _ kept: UnsafeMutablePointer<UInt8>, _ keptStride: Int,
-        rowBytes: Int, height: Int, blockBytes: Int, blockRows: Int, changed: UnsafeMutablePointer<UInt8>, columns: Int
-    ) -> Int {
+        rowBytes: Int, height: Int, blockBytes: Int, blockRows: Int, changed: UnsafeMutablePointer<UInt8>, columns: Int, giveUpAt: Int?
+    ) -> (marked: Int, whole: Bool) {
         var count = 0
         for y in 0..<height {
             let a = current + y * currentStride, b = kept + y * keptStride
+            if let giveUpAt, y % blockRows == 0, count >= giveUpAt {
+                // A whole frame's worth changed: copy the rest of the plane, compare no more.
+                for rest in y..<height { (kept + rest * keptStride).update(from: current + rest * currentStride, count: rowBytes) }
+                return (count, true)
+            }
             if memcmp(a, b, rowBytes) == 0 { continue }
             let marks = changed + (y / blockRows) * columns
             if !UnsafeBufferPointer(start: marks, count: columns).contains(0) {
@@ -80,7 +103,7 @@ public final class DamageDetector {
             }
             b.update(from: a, count: rowBytes)
         }
-        return count
+        return (count, false)
     }
 
     private func copyPlane(_ input: EncoderInput, _ plane: Int, into buffer: PixelBuffer) {

@@ -98,8 +98,7 @@ public struct RefreshSchedule {
             activeMap[i] = on
             active += Int(on)
         }
-        // Past two thirds, an active map saves libvpx nothing worth its bookkeeping.
-        if keyframe || active * 3 >= changed.count * 2 { return .everything }
+        if keyframe || DamageDetector.isWholeFrame(active, of: changed.count) { return .everything }
         return active == 0 ? .skip : .some(active)
     }
 
@@ -121,7 +120,10 @@ public struct RefreshSchedule {
     /// After a frame was coded at `quantizer`: measures each refining
     /// macroblock that did not change in this frame against the encoder's
     /// reconstruction and lets those that converged go.
-    mutating func converge(source: EncoderInput, reconstruction: EncoderInput, quantizer: Int) {
+    /// `measure`: false after a frame coded whole, when the error floor is
+    /// left for a later partial frame (content busy enough to code whole
+    /// frames gains nothing from stopping a macroblock early).
+    mutating func converge(source: EncoderInput, reconstruction: EncoderInput, quantizer: Int, measure: Bool) {
         for row in 0..<rows {
             for column in 0..<columns {
                 let i = row * columns + column
@@ -129,7 +131,7 @@ public struct RefreshSchedule {
                 coded[i] &+= 1
                 if quantizer <= Self.convergedQuantizer { settled[i] &+= 1 }
                 // The floor is measured every fourth frame a macroblock is coded: it lets flat regions go early, cheaply.
-                if Int(settled[i]) >= Self.settledFrames || (coded[i] % 4 == 0 && Self.sse(source, reconstruction, column: column, row: row) <= Self.floorSSE) {
+                if Int(settled[i]) >= Self.settledFrames || (measure && coded[i] % 4 == 0 && Self.sse(source, reconstruction, column: column, row: row) <= Self.floorSSE) {
                     refining[i] = false
                     refiningCount -= 1
                 }

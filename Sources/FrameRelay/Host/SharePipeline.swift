@@ -32,10 +32,11 @@ public final class SharePipeline {
     /// When the last frame was encoded (its capture time): a still screen
     /// still sends an empty frame every ``idleRepeatInterval``.
     private var lastEncodedCapture: UInt64 = 0
-    /// WebRTC's zero-hertz repeat: on a still screen, one frame a second that
-    /// codes nothing (a few hundred bytes, about 1 ms of libvpx at 720p), so
-    /// that a receiver joining hears the stream, and can ask for a keyframe,
-    /// and middleboxes keep its path open.
+    /// WebRTC's zero-hertz repeat: on a still screen streamed over RTP, one
+    /// frame a second that codes nothing (a few hundred bytes, about 1 ms of
+    /// libvpx at 720p), so that a receiver joining hears the stream, and can
+    /// ask for a keyframe, and middleboxes keep its path open. Viewers and
+    /// recordings need none: a viewer asks for its keyframe itself.
     public static let idleRepeatInterval: UInt64 = 1_000_000_000
 
     /// Validates the settings and opens the recording now, so that a bad
@@ -100,7 +101,7 @@ public final class SharePipeline {
             plan = schedule.plan(keyframe: encoder.keyframePending(width: input.width, height: input.height, captureTime: metadata.captureTime))
         }
         switch plan {
-        case .skip where metadata.captureTime &- lastEncodedCapture < Self.idleRepeatInterval:
+        case .skip where rtp == nil || metadata.captureTime &- lastEncodedCapture < Self.idleRepeatInterval:
             stats.skipped += 1
             return
         case .skip:
@@ -116,7 +117,7 @@ public final class SharePipeline {
         if damage != nil {
             if encoder.lastWasKeyframe { schedule.restart() }
             if let reconstruction = encoder.reconstruction() {
-                schedule.converge(source: input, reconstruction: reconstruction, quantizer: encoder.lastQuantizer)
+                schedule.converge(source: input, reconstruction: reconstruction, quantizer: encoder.lastQuantizer, measure: plan != .everything)
             }
         }
         stats.refining = schedule.refiningCount

@@ -216,6 +216,8 @@ func run() throws -> Int32 {
     var deadline = start
     var number: UInt64 = 0
     var published: UInt64 = 0
+    var warnedNoHost = false
+    let startedAt = MonotonicClock.now()
     var paused = false
     var seenToggles = 0
     var pausedUntil: Double?
@@ -272,6 +274,10 @@ func run() throws -> Int32 {
             if !s.quiet, recreationsLogged <= 10 || recreationsLogged.isMultiple(of: 100) {
                 log("ring damaged by another process (\(ring.lastRecreation ?? "")); made a fresh one (\(recreationsLogged) so far)")
             }
+        }
+        if !warnedNoHost, !s.quiet, published > 0, MonotonicClock.now() &- startedAt >= 3_000_000_000, (handler.ring?.framesTaken ?? 0) == 0 {
+            warnedNoHost = true
+            log("no host has taken a frame from \(s.appGroup) in 3 s: is frame-relay running with --app-group \(s.appGroup)? (frames are dropped until one attaches)")
         }
         number += 1
         deadline &+= interval

@@ -230,9 +230,17 @@ func runHost(
     let status = StatusLine(enabled: !quiet)
     let start = MonotonicClock.now()
     var sendsFailing = Set<String>()
+    var hinted = false
     while true {
         MonotonicClock.sleep(nanoseconds: 100_000_000)
         let snapshots = receivers.map(\.snapshot)
+        // After 3 s without a producer, name the rings that are here: the usual cause is an App Group spelt differently on one side.
+        if !hinted, !quiet, MonotonicClock.now() &- start >= 3_000_000_000 {
+            hinted = true
+            for share in snapshots where share.producerAttaches == 0 {
+                if let group = try? AppGroup(share.appGroup) { log(RingDirectory.hint(for: group)) }
+            }
+        }
         // A full socket buffer (EAGAIN, ENOBUFS) drops a burst; anything else means the destination is wrong.
         for share in snapshots {
             guard let code = share.transport?.lastSendError, code != EAGAIN, code != ENOBUFS, sendsFailing.insert(share.appGroup).inserted else { continue }

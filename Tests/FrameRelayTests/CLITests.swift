@@ -160,6 +160,19 @@ import Testing
         #expect(status.contains { $0.contains("dropped") && $0.contains("skipped") }, "\(status)")
     }
 
+    /// An App Group spelt differently on one side: the host names the ring
+    /// that is there (with a guess), the producer says nobody takes its frames.
+    @Test func aMisspeltAppGroupIsNamedOnBothSides() {
+        let group = uniqueGroup("nearname")
+        let misspelt = String(group.name.dropLast())
+        let p = producer(group, ["--size", "160x120", "--fps", "15", "--duration", "5"])
+        usleep(300_000)
+        let h = run(Paths.executable("frame-relay"), ["--app-group", misspelt, "--no-encode", "--duration", "4"])
+        #expect(p.wait(timeout: 30) == 0)
+        #expect(h.stderr.contains("frame-relay: \(misspelt): no producer yet; rings for other App Groups here: ") && h.stderr.contains("did you mean \(group.name)?"), "\(h.stderr)")
+        #expect(p.stderr.contains("broadcast-sim: no host has taken a frame from \(group.name) in 3 s: is frame-relay running with --app-group \(group.name)?"), "\(p.stderr)")
+    }
+
     /// A CI job whose host saw no frames fails, in one line that says why.
     @Test func aRunThatMovedNothingFailsWithExpectFrames() {
         let group = uniqueGroup("expect")

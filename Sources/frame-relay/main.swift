@@ -231,6 +231,7 @@ func runHost(
     let start = MonotonicClock.now()
     var sendsFailing = Set<String>()
     var hinted = false
+    var bottlenecksNamed = Set<String>()
     while true {
         MonotonicClock.sleep(nanoseconds: 100_000_000)
         let snapshots = receivers.map(\.snapshot)
@@ -245,6 +246,18 @@ func runHost(
         for share in snapshots {
             guard let code = share.transport?.lastSendError, code != EAGAIN, code != ENOBUFS, sendsFailing.insert(share.appGroup).inserted else { continue }
             log("\(share.appGroup): RTP packets are not going out: sendto failed with \(SystemError.errorName(code)); check --rtp")
+        }
+        // A share dropping more than 5 % once the producer has sent 3 s: say where the host's time goes.
+        for share in snapshots where !quiet && !share.producerFinished && share.totalWritten >= 90 && share.totalDropped * 20 > share.totalWritten {
+            guard bottlenecksNamed.insert(share.appGroup).inserted else { continue }
+            let seconds = Double(MonotonicClock.now() &- start) / 1e9
+            var work = ""
+            if let encoded = share.encoded {
+                work = "; per frame: convert p50 \(fixed(encoded.convert.p50 / 1000, 2)) ms, encode p50 \(fixed(encoded.encode.p50 / 1000, 2)) ms (\(encoded.threads) thread\(encoded.threads == 1 ? "" : "s")) at \(encoded.width)x\(encoded.height)"
+            }
+            log("\(share.appGroup): \(fixed(Double(share.totalDropped) * 100 / Double(share.totalWritten), 0)) % of frames dropped (the newest wins): "
+                + "the host takes \(fixed(Double(share.taken) / seconds, 1)) frames/s of the producer's \(fixed(Double(share.totalWritten) / seconds, 1))\(work); "
+                + "lower the producer's --fps or size, use --max-size, or give the host more CPU")
         }
         status.update(snapshots)
         drainTraces()

@@ -173,6 +173,20 @@ import Testing
         #expect(p.stderr.contains("broadcast-sim: no host has taken a frame from \(group.name) in 3 s: is frame-relay running with --app-group \(group.name)?"), "\(p.stderr)")
     }
 
+    /// The host says where its time goes when it drops frames, how many
+    /// checksums it verified, and that the producer finished (not "0.0 fps").
+    @Test func theHostNamesItsBottleneckItsVerifiedFramesAndAFinishedProducer() {
+        let group = uniqueGroup("bottleneck")
+        let h = host([group], ["--verify", "--work-ms", "100", "--duration", "6"])
+        let p = producer(group, ["--size", "160x120", "--fps", "30", "--frames", "120", "--checksum", "--quiet"])
+        #expect(p.wait(timeout: 30) == 0)
+        #expect(h.wait(timeout: 30) == 0, "\(h.stderr)")
+        #expect(h.stderr.contains("% of frames dropped (the newest wins): the host takes "), "\(h.stderr)")
+        #expect(h.stderr.contains("per frame: convert p50"), "\(h.stderr)")
+        let summary = h.stderr.split(separator: "\n").first { $0.hasPrefix("frame-relay: summary: ") } ?? ""
+        #expect(summary.contains("producer finished") && summary.contains("checksums verified "), "\(summary)")
+    }
+
     /// A CI job whose host saw no frames fails, in one line that says why.
     @Test func aRunThatMovedNothingFailsWithExpectFrames() {
         let group = uniqueGroup("expect")

@@ -46,7 +46,7 @@ import Testing
         let every = try recordStill(["--encode-every-frame"])
         let encoded = try #require(still.share.encoded)
         // 150 frames in 5 s: convergence takes about 40, then nothing (a recording needs no idle repeats).
-        #expect(still.share.taken == 150 && encoded.frames + encoded.skipped == 150)
+        #expect(still.share.taken >= 140 && encoded.frames + encoded.skipped == still.share.taken)
         #expect(encoded.skipped >= 90, "skipped \(encoded.skipped) of 150")
         #expect(encoded.idleRepeats == 0)
         #expect(encoded.keyframes == 1)
@@ -62,7 +62,9 @@ import Testing
     @Test func encodeEveryFrameGivesTodaysBehaviour() throws {
         let every = try recordStill(["--encode-every-frame"])
         let encoded = try #require(every.share.encoded)
-        #expect(encoded.frames == 150 && encoded.skipped == 0 && encoded.partial == 0 && encoded.idleRepeats == 0)
+        // Every frame taken is encoded whole (a stall of this shared machine may let the ring replace one: newest wins).
+        #expect(encoded.frames == every.share.taken && every.share.taken >= 140, "\(encoded.frames) encoded of \(every.share.taken) taken")
+        #expect(encoded.skipped == 0 && encoded.partial == 0 && encoded.idleRepeats == 0)
         #expect(encoded.keyframes == 2, "a keyframe at the start and the periodic one 3 s in: \(encoded.keyframes)")
     }
 

@@ -85,6 +85,7 @@ public final class ShareReceiver: @unchecked Sendable {
             case .frame(let view):
                 var frame = HostFrame(view, taken: MonotonicClock.now())
                 stats.taken += 1
+                if options.verifyChecksums, frame.metadata.checksum != 0 { stats.checksumsVerified += 1 }
                 windowFrames += 1
                 noteGeometry(frame.metadata)
                 if awaitingFirstFrame {
@@ -110,12 +111,14 @@ public final class ShareReceiver: @unchecked Sendable {
                 stats.ring = RingCounters()
                 stats.producerAttaches += 1
                 producerFinished = false
+                stats.producerFinished = false
                 awaitingFirstFrame = true
                 if let rate = options.maxFrameRate { host.requestMaxFrameRate(rate) }
                 record("attached", "producer \(pid)" + (setupInfo.isEmpty ? "" : " setup \(setupInfo)"), time: createdAt)
             case .lifecycle(let state):
                 if state == .finished {
                     producerFinished = true
+                    stats.producerFinished = true
                     stats.ring = host.counters
                 }
                 record(state.description, "")

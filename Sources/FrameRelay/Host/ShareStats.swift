@@ -13,6 +13,10 @@ public struct ShareStats: Sendable, Codable {
     /// Rings let go because they were shrunk, unlinked or replaced under the host.
     public var ringsLost = 0
     public var checksumFailures: UInt64 = 0
+    /// Frames whose payload checksum was checked and held (`--verify`).
+    public var checksumsVerified: UInt64 = 0
+    /// Whether the producer finished its broadcast (and no new one attached since).
+    public var producerFinished = false
     /// CPU time of the share's host thread so far (ring, conversion, encoding, sending), seconds.
     public var cpuSeconds: Double = 0
     /// Frames per second over the last status interval.

@@ -80,7 +80,8 @@ public final class StatusLine {
             let keep = width / 6
             name = String(name.prefix(keep)) + "…" + String(name.suffix(keep - 1))
         }
-        var fields = [name, s.producerAttaches == 0 ? "waiting for producer" : "\(fixed(s.fps, 1)) fps", "taken \(s.taken)", "dropped \(s.totalDropped)"]
+        let state = s.producerAttaches == 0 ? "waiting for producer" : s.producerFinished ? "producer finished" : "\(fixed(s.fps, 1)) fps"
+        var fields = [name, state, "taken \(s.taken)", "dropped \(s.totalDropped)"]
         // Skipped (nothing changed, not encoded) is apart from dropped (replaced in the ring before the host took it).
         if let encoded = s.encoded {
             fields.append("skipped \(encoded.skipped)")
@@ -89,6 +90,7 @@ public final class StatusLine {
             if let kbps { fields.append("\(fixed(kbps, 0)) kbit/s") }
         }
         fields.append("invalid \(s.invalid)")
+        if s.checksumsVerified > 0 { fields.append("checksums verified \(s.checksumsVerified)") }
         fields.append("capture→taken p50 \(ms(s.captureToTaken.p50)) p99 \(ms(s.captureToTaken.p99))")
         fields.append("hand-off p99 \(ms(s.handoff.p99))")
         var line = ""

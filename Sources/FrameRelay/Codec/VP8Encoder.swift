@@ -53,8 +53,8 @@ public final class VP8Encoder {
     private var lastPts: Int64 = -1
     private var image = vpx_image_t()
     private var activeMapSet = false
-    /// The quantizer (0–63) of the last encoded frame.
-    public private(set) var lastQuantizer = 0
+    /// The quantizer (0–63) of the last encoded frame, asked of libvpx only when wanted.
+    public var lastQuantizer: Int { isOpen ? Int(cvpx_last_quantizer(&context)) : 0 }
     /// Whether ``VP8Settings/keyframeInterval`` applies now: off while every
     /// receiver asks for the keyframes it needs.
     public var periodicKeyframes = true
@@ -181,7 +181,6 @@ public final class VP8Encoder {
             }
             try output(EncodedFrame(bytes: UnsafeRawBufferPointer(start: frame.buf, count: frame.sz), isKeyframe: isKey, pts: frame.pts))
         }
-        lastQuantizer = Int(cvpx_last_quantizer(&context))
     }
 
     /// Macroblocks (16×16) across and down the picture being encoded.

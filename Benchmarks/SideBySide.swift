@@ -109,15 +109,8 @@ struct SideBySide {
 
     /// Writes all of a buffer's bytes to a pipe.
     func write(_ fd: Int32, _ buffer: PixelBuffer) {
-        buffer.withUnsafeBytes { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-                if n < 0, errno == EINTR { continue }
-                guard n > 0 else { return }
-                offset += n
-            }
-        }
+        // A feeder whose encoder exited stops writing; the run reports the encoder's failure.
+        buffer.withUnsafeBytes { bytes in _ = try? FileDescriptor.writeAll(fd, bytes, name: "pipe") }
     }
 
     /// The clip's frame rate as the encoders see it: the feed rate when paced, else the clip's 30.

@@ -28,7 +28,7 @@ func runReceive(_ arguments: [String]) throws -> Int32 {
     let receiver: RTPReceiver
     do {
         receiver = try RTPReceiver(port: port, address: parser.string("address")!)
-    } catch let error as SystemError where error.code == EADDRINUSE {
+    } catch let error as SystemError where error.code == .addressInUse {
         throw UsageError("port \(port) (or \(port + 1) for RTCP) is already in use")
     }
     var arrivals: [(frame: UInt64, time: UInt64)] = []

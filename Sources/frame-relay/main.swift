@@ -174,7 +174,7 @@ func runHost(
         options.janus = mountpoints.indices.contains(index) ? mountpoints[index] : nil
         return ShareReceiver(appGroup: s.groups[index], options: options, trace: s.tracePath != nil, log: { message in if !quiet { log(message) } })
     }
-    let traceFile = try s.tracePath.map { FileHandle(fileDescriptor: try OutputFile.open($0), closeOnDealloc: true) }
+    let traceFile = try s.tracePath.map { FileHandle(fileDescriptor: try OutputFile.open($0).release(), closeOnDealloc: true) }
     /// Appends every pending per-frame record as a JSON line (off the frame path).
     func drainTraces() {
         guard let traceFile else { return }
@@ -187,7 +187,7 @@ func runHost(
     let transports = try streaming.map { try $0.map { try RTPSession(options: $0) } }
     for (index, path) in s.sdpPaths.enumerated() {
         guard let session = transports?[index] else { break }
-        try OutputFile.write(session.sdp(for: session.options.destinations[0]), to: path)
+        try OutputFile.write(SDP.vp8(ssrc: session.ssrc, destination: session.options.destinations[0]), to: path)
     }
     if let transports, !quiet {
         for (group, session) in zip(s.groups, transports) {
@@ -245,7 +245,7 @@ func runHost(
         // A full socket buffer (EAGAIN, ENOBUFS) drops a burst; anything else means the destination is wrong.
         for share in snapshots {
             guard let code = share.transport?.lastSendError, code != EAGAIN, code != ENOBUFS, sendsFailing.insert(share.appGroup).inserted else { continue }
-            log("\(share.appGroup): RTP packets are not going out: sendto failed with \(SystemError.errorName(code)); check --rtp")
+            log("\(share.appGroup): RTP packets are not going out: sendto failed with \(Errno(code)); check --rtp")
         }
         // A share dropping more than 5 % once the producer has sent 3 s: say where the host's time goes.
         for share in snapshots where !quiet && !share.producerFinished && share.totalWritten >= 90 && share.totalDropped * 20 > share.totalWritten {

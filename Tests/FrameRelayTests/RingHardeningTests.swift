@@ -210,9 +210,9 @@ import Testing
             case 60..<99:
                 // Slot bytes: metadata fields and payload.
                 let stride = (size - RingLayout.headerSize) / 3
-                guard stride > FrameMetadata.byteCount else { continue }
+                guard stride > SlotHeader.byteCount else { continue }
                 let slot = RingLayout.headerSize + Int.random(in: 0..<3, using: &generator) * stride
-                let offset = slot + (Bool.random(using: &generator) ? Int.random(in: 0..<FrameMetadata.byteCount, using: &generator) & ~3 : Int.random(in: 0..<stride, using: &generator))
+                let offset = slot + (Bool.random(using: &generator) ? Int.random(in: 0..<SlotHeader.byteCount, using: &generator) & ~3 : Int.random(in: 0..<stride, using: &generator))
                 put(UInt32.random(in: 0...UInt32.max, using: &generator), at: offset)
             default:
                 shm_unlink(name)

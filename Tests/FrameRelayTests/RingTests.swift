@@ -18,7 +18,7 @@ import Testing
         let m = frame.metadata
         #expect(m.frameNumber == 41 && m.captureTime == 123 && m.orientation == .right)
         #expect(m.width == 65 && m.height == 33 && m.format == .nv12)
-        #expect(m.strides.0 >= 65 && m.strides.1 >= 66 && m.publishTime >= m.captureTime)
+        #expect(m.planes.strides.0 >= 65 && m.planes.strides.1 >= 66 && m.publishTime >= m.captureTime)
         frame.withUnsafePlane(1) { bytes, _ in #expect(bytes[0] == 8) }
         producer.finish()
         host.detach()
@@ -77,16 +77,16 @@ import Testing
         let published = Int(segment.u32(RingLayout.slotStateOffset) & 3)
         let slot = RingLayout.slotOffset(published, capacity: producer.slotCapacity)
         switch corruption {
-        case .zeroWidth: segment.setU32(slot + FrameMetadataField.width, 0)
-        case .hugeHeight: segment.setU32(slot + FrameMetadataField.height, 0xFFFF_FFFF)
-        case .unknownFormat: segment.setU32(slot + FrameMetadataField.format, 77)
-        case .unknownOrientation: segment.setU32(slot + FrameMetadataField.orientation, 0)
-        case .payloadPastSlot: segment.setU32(slot + FrameMetadataField.payloadSize, UInt32(producer.slotCapacity + 1))
-        case .zeroPayload: segment.setU32(slot + FrameMetadataField.payloadSize, 0)
-        case .planeCount: segment.setU32(slot + FrameMetadataField.planeCount, 9)
-        case .strideTooSmall: segment.setU32(slot + FrameMetadataField.strides + 4, 3)
-        case .offsetPastPayload: segment.setU32(slot + FrameMetadataField.offsets + 8, 0x7FFF_FFFF)
-        case .checksum: segment.setU32(slot + FrameMetadataField.checksum, 12345)
+        case .zeroWidth: segment.setU32(slot + SlotHeader.Field.width, 0)
+        case .hugeHeight: segment.setU32(slot + SlotHeader.Field.height, 0xFFFF_FFFF)
+        case .unknownFormat: segment.setU32(slot + SlotHeader.Field.format, 77)
+        case .unknownOrientation: segment.setU32(slot + SlotHeader.Field.orientation, 0)
+        case .payloadPastSlot: segment.setU32(slot + SlotHeader.Field.payloadSize, UInt32(producer.slotCapacity + 1))
+        case .zeroPayload: segment.setU32(slot + SlotHeader.Field.payloadSize, 0)
+        case .planeCount: segment.setU32(slot + SlotHeader.Field.planeCount, 9)
+        case .strideTooSmall: segment.setU32(slot + SlotHeader.Field.strides + 4, 3)
+        case .offsetPastPayload: segment.setU32(slot + SlotHeader.Field.offsets + 8, 0x7FFF_FFFF)
+        case .checksum: segment.setU32(slot + SlotHeader.Field.checksum, 12345)
         }
         guard case .invalidFrame = try nextFrameEvent(host) else {
             Issue.record("\(corruption) was not refused")

@@ -57,8 +57,8 @@ private func fuzzSlot(_ bytes: UnsafeRawBufferPointer) {
     _ = header.setupInfo
     for slot in 0..<RingLayout.slotCount {
         let base = UnsafeRawPointer(segment + RingLayout.slotOffset(slot, capacity: slotCapacity))
-        guard let metadata = try? FrameMetadata.load(from: base, capacity: slotCapacity) else { continue }
-        let frame = FrameView(metadata: metadata, payload: base + FrameMetadata.byteCount)
+        guard let metadata = try? SlotHeader.load(from: base, capacity: slotCapacity) else { continue }
+        let frame = FrameView(metadata: metadata, payload: base + SlotHeader.byteCount)
         var sum: UInt8 = 0
         for plane in 0..<metadata.format.planeCount {
             frame.withUnsafePlane(plane) { bytes, _ in for byte in bytes { sum &+= byte } }
@@ -125,7 +125,7 @@ private func fuzzJPEG(_ bytes: UnsafeRawBufferPointer) {
     let height = 1 + (Int(bytes[2]) << 8 | Int(bytes[3])) % 1024
     let metadata = FrameMetadata(
         frameNumber: 1, captureTime: 1, width: width, height: height, format: .jpeg, orientation: .up,
-        payloadSize: bytes.count - 4, offsets: (0, 0, 0), strides: (0, 0, 0))
+        payloadSize: bytes.count - 4, planes: PlaneLayout())
     _ = try? converter.convert(FrameView(metadata: metadata, payload: bytes.baseAddress! + 4))
 }
 

@@ -43,7 +43,7 @@ public final class X11Capture: FrameSource {
         let shmId = shmget(IPC_PRIVATE, bytes, IPC_CREAT | 0o600)
         guard shmId >= 0, let address = shmat(shmId, nil, 0), address != UnsafeMutableRawPointer(bitPattern: -1) else {
             xcb_disconnect(connection)
-            throw SourceError.display("shmget/shmat of \(bytes) bytes failed: \(SystemError.errorName(errno))")
+            throw SourceError.display("shmget/shmat of \(bytes) bytes failed: \(Errno.current)")
         }
         let segment = xcb_generate_id(connection)
         let attach = xcb_shm_attach_checked(connection, segment, UInt32(shmId), 0)

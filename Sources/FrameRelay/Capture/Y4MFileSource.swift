@@ -2,13 +2,13 @@
 
 /// Reads a YUV4MPEG2 (4:2:0) file frame by frame, looping at its end when
 /// asked: the format of the shared desktop clip after `xz -dk`. Frames are
-/// read with read(2) straight into one reused buffer.
+/// read with pread(2) straight into one reused buffer.
 public final class Y4MFileSource: FrameSource {
     public let width: Int
     public let height: Int
     /// Frames per second from the header's `F` field.
     public let frameRate: Double
-    private let fd: Int32
+    private let file: FileDescriptor
     private let path: String
     private let dataStart: Int
     private let loop: Bool
@@ -21,19 +21,10 @@ public final class Y4MFileSource: FrameSource {
     /// Opens `path` and parses its header; throws a ``SourceError`` naming
     /// the file and what is wrong with it.
     public init(path: String, loop: Bool = true) throws {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw SourceError.missingFile(path) }
-        var head = [UInt8](repeating: 0, count: 512)
-        let count = max(0, pread(fd, &head, head.count, 0))
-        let header: Header
-        do {
-            header = try Self.parseHeader(head[..<count], path: path)
-        } catch {
-            close(fd)
-            throw error
-        }
+        guard let opened = try? FileDescriptor.open(path, O_RDONLY) else { throw SourceError.missingFile(path) }
+        let header = try Self.parseHeader(Self.start(of: opened), path: path)
+        file = opened
         let (width, height, rate, newline) = (header.width, header.height, header.frameRate, header.dataStart - 1)
-        self.fd = fd
         self.path = path
         self.loop = loop
         self.width = width
@@ -48,9 +39,13 @@ public final class Y4MFileSource: FrameSource {
         position = dataStart
     }
 
-    deinit {
-        close(fd)
-        marker.deallocate()
+    deinit { marker.deallocate() }
+
+    /// The file's first 512 bytes (fewer if it is shorter), where its header is.
+    private static func start(of file: borrowing FileDescriptor) -> ArraySlice<UInt8> {
+        var head = [UInt8](repeating: 0, count: 512)
+        let count = head.withUnsafeMutableBytes { bytes in (try? file.read(into: bytes, at: 0)) ?? 0 }
+        return head[..<count]
     }
 
     /// What a Y4M stream header says: picture size, frame rate, and where
@@ -109,36 +104,17 @@ public final class Y4MFileSource: FrameSource {
     /// Reads the frame at `position`; false at the end of the file.
     private func readFrame() throws -> Bool {
         // "FRAME" plus optional parameters, then a newline.
-        let count = pread(fd, marker, 64, off_t(position))
+        let count = (try? file.read(into: UnsafeMutableRawBufferPointer(start: marker, count: 64), at: position)) ?? 0
         guard count > 0 else { return false }
         let head = UnsafeRawBufferPointer(start: marker, count: count)
         guard head.starts(with: "FRAME".utf8), let newline = head.firstIndex(of: 0x0A) else {
             throw SourceError.malformed(path, "expected FRAME at byte \(position)")
         }
         // The planes are tight (row alignment 1), so one read fills them.
-        var done = 0
-        while done < frameBytes {
-            let n = pread(fd, buffer.storage + done, frameBytes - done, off_t(position + newline + 1 + done))
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { return false }  // a truncated last frame ends the file
-            done += n
-        }
+        let planes = UnsafeMutableRawBufferPointer(start: buffer.storage, count: frameBytes)
+        // A truncated last frame ends the file.
+        guard (try? file.read(into: planes, at: position + newline + 1)) == frameBytes else { return false }
         position += newline + 1 + frameBytes
         return true
-    }
-}
-
-/// A frame source that could not be opened or read.
-public enum SourceError: Error, CustomStringConvertible {
-    case missingFile(String)
-    case malformed(String, String)
-    case display(String)
-
-    public var description: String {
-        switch self {
-        case .missingFile(let path): "cannot open \(path): no such file or not readable"
-        case .malformed(let path, let reason): "malformed video file \(path): \(reason)"
-        case .display(let reason): "X11 capture: \(reason)"
-        }
     }
 }

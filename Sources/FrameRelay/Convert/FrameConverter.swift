@@ -42,13 +42,13 @@ public final class FrameConverter {
         switch m.format {
         case .i420:
             input = EncoderInput(width: m.width, height: m.height, format: .i420,
-                                 planes: (frame.plane(0), frame.plane(1), frame.plane(2)), strides: m.strides)
+                                 planes: (frame.plane(0), frame.plane(1), frame.plane(2)), strides: m.planes.strides)
         case .nv12:
             input = EncoderInput(width: m.width, height: m.height, format: .nv12,
-                                 planes: (frame.plane(0), frame.plane(1), nil), strides: m.strides)
+                                 planes: (frame.plane(0), frame.plane(1), nil), strides: m.planes.strides)
         case .bgra:
             let out = try reuse(&converted, m.width, m.height, .i420)
-            convertBGRA(frame.plane(0), stride: m.strides.0, width: m.width, height: m.height, into: out)
+            convertBGRA(frame.plane(0), stride: m.planes.strides.0, width: m.width, height: m.height, into: out)
             picture = out
             input = out.encoderInput
         case .jpeg:

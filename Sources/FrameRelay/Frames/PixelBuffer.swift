@@ -13,8 +13,8 @@ public final class PixelBuffer {
     public let capacity: Int
     /// Bytes in use: the planes, or the JPEG file.
     public internal(set) var byteCount: Int
-    /// Plane offsets and strides, in ``FrameMetadata`` form.
-    public let layout: FrameMetadata
+    /// Plane offsets and strides.
+    public let layout: PlaneLayout
     let storage: UnsafeMutableRawPointer
 
     /// A zeroed buffer of `width`×`height` in `format`. Rows are padded to
@@ -23,13 +23,12 @@ public final class PixelBuffer {
         guard (1...FrameMetadata.maxDimension).contains(width), (1...FrameMetadata.maxDimension).contains(height) else {
             throw FrameSizeError(width: width, height: height)
         }
-        var (layout, size) = Self.layout(width: width, height: height, format: format, rowAlignment: rowAlignment)
-        layout.payloadSize = format == .jpeg ? 0 : size
+        let (layout, size) = Self.layout(width: width, height: height, format: format, rowAlignment: rowAlignment)
         self.width = width
         self.height = height
         self.format = format
         self.capacity = size
-        self.byteCount = layout.payloadSize
+        self.byteCount = format == .jpeg ? 0 : size
         self.layout = layout
         self.storage = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 64)
         storage.initializeMemory(as: UInt8.self, repeating: 0, count: size)
@@ -46,20 +45,9 @@ public final class PixelBuffer {
     }
 
     /// Plane offsets and strides (rows padded to `rowAlignment`), and the total size.
-    private static func layout(width: Int, height: Int, format: PixelFormat, rowAlignment: Int) -> (FrameMetadata, size: Int) {
-        var layout = FrameMetadata(
-            frameNumber: 0, captureTime: 0, width: width, height: height, format: format, orientation: .up,
-            payloadSize: 0, offsets: (0, 0, 0), strides: (0, 0, 0)
-        )
-        guard format != .jpeg else { return (layout, JPEGEncoder.maxSize(width: width, height: height)) }
-        var size = 0
-        for plane in 0..<format.planeCount {
-            let rowBytes = format.rowBytes(plane: plane, width: width)
-            let stride = (rowBytes + rowAlignment - 1) / rowAlignment * rowAlignment
-            layout.setPlane(plane, offset: size, stride: stride)
-            size += stride * format.rows(plane: plane, height: height)
-        }
-        return (layout, size)
+    private static func layout(width: Int, height: Int, format: PixelFormat, rowAlignment: Int) -> (PlaneLayout, size: Int) {
+        guard format != .jpeg else { return (PlaneLayout(), JPEGEncoder.maxSize(width: width, height: height)) }
+        return PlaneLayout.padded(width: width, height: height, format: format, rowAlignment: rowAlignment)
     }
 
     /// Calls `body` with plane `index` (its rows `stride` bytes apart). Do not

@@ -58,43 +58,22 @@ public enum HTTPClient {
     /// Sends `method path` with `body` (JSON when given) and reads the response within `timeout` seconds.
     public static func request(_ method: String, _ url: URL, body: [UInt8]? = nil, timeout: Double = 5) throws(Failure) -> Response {
         func fail(_ reason: String) -> Failure { Failure(url: url.description, reason: reason) }
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var found: UnsafeMutablePointer<addrinfo>?
-        let resolved = getaddrinfo(url.host, String(url.port), &hints, &found)
-        guard resolved == 0, let info = found else { throw fail("cannot resolve \(url.host): \(String(cString: gai_strerror(resolved)))") }
-        defer { freeaddrinfo(found) }
-        let deadline = MonotonicClock.now() &+ UInt64(timeout * 1e9)
-        var limit = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - timeout.rounded(.down)) * 1e6))
-        // Every address the name resolves to, in order (localhost: ::1, then 127.0.0.1).
-        var fd: Int32 = -1
-        var lastError: Int32 = 0
-        var candidate: UnsafeMutablePointer<addrinfo>? = info
-        while let address = candidate, fd < 0 {
-            candidate = address.pointee.ai_next
-            let attempt = socket(address.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            guard attempt >= 0 else { lastError = errno; continue }
-            setsockopt(attempt, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-            setsockopt(attempt, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-            if connect(attempt, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 {
-                fd = attempt
-            } else {
-                lastError = errno
-                close(attempt)
-            }
+        let addresses: [SocketAddress]
+        do throws(SocketAddress.ResolutionError) {
+            addresses = try SocketAddress.resolve(url.host, port: url.port, type: SOCK_STREAM)
+        } catch {
+            throw fail("cannot resolve \(url.host): \(error.reason)")
         }
-        guard fd >= 0 else { throw fail("cannot connect: \(SystemError.errorName(lastError))") }
-        defer { close(fd) }
+        let deadline = MonotonicClock.now() &+ UInt64(timeout * 1e9)
+        let socket = try connect(addresses, timeout: timeout, url: url)
         let authority = url.host.contains(":") ? "[\(url.host)]:\(url.port)" : "\(url.host):\(url.port)"
         var head = "\(method) \(url.path) HTTP/1.1\r\nHost: \(authority)\r\nConnection: close\r\n"
         if let body { head += "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n" }
         let request = Array((head + "\r\n").utf8) + (body ?? [])
-        var sent = 0
-        while sent < request.count {
-            let n = request[sent...].withUnsafeBytes { send(fd, $0.baseAddress!, $0.count, Int32(MSG_NOSIGNAL)) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { throw fail("send: \(SystemError.errorName(errno))") }
-            sent += n
+        do throws(SystemError) {
+            try request.withUnsafeBytes { bytes in Result { () throws(SystemError) in try socket.sendAll(bytes) } }.get()
+        } catch {
+            throw fail("send: \(error.code)")
         }
         var response = [UInt8]()
         var buffer = [UInt8](repeating: 0, count: 65_536)
@@ -102,9 +81,13 @@ public enum HTTPClient {
             // One deadline for the whole answer, however slowly it trickles in.
             guard MonotonicClock.now() < deadline else { throw fail("no whole answer within \(timeout) s") }
             guard response.count < 64 << 20 else { throw fail("an answer over 64 MiB") }
-            let n = recv(fd, &buffer, buffer.count, 0)
-            if n < 0, errno == EINTR { continue }
-            if n < 0 { throw fail(errno == EAGAIN ? "no answer within \(timeout) s" : "recv: \(SystemError.errorName(errno))") }
+            let received: Int?
+            do throws(SystemError) {
+                received = try buffer.withUnsafeMutableBytes { bytes in Result { () throws(SystemError) in try socket.receive(into: bytes) } }.get()
+            } catch {
+                throw fail("recv: \(error.code)")
+            }
+            guard let n = received else { throw fail("no answer within \(timeout) s") }  // the receive timeout ran out
             if n == 0 { break }
             response += buffer[..<n]
         }
@@ -116,6 +99,22 @@ public enum HTTPClient {
         guard headers.contains("transfer-encoding: chunked") else { return Response(status: status, body: Array(body)) }
         guard let decoded = dechunk(body) else { throw fail("malformed chunked body") }
         return Response(status: status, body: decoded)
+    }
+
+    /// A socket connected to the first of `addresses` that answers (localhost: ::1, then 127.0.0.1).
+    private static func connect(_ addresses: [SocketAddress], timeout: Double, url: URL) throws(Failure) -> Socket {
+        var lastError = Errno.invalidArgument
+        for address in addresses {
+            do throws(SystemError) {
+                let socket = try Socket(family: address.family, type: SOCK_STREAM)
+                try? socket.setTimeouts(send: timeout, receive: timeout)
+                try socket.connect(to: address)
+                return socket
+            } catch {
+                lastError = error.code
+            }
+        }
+        throw Failure(url: url.description, reason: "cannot connect: \(lastError)")
     }
 
     /// The body of a `Transfer-Encoding: chunked` response, or nil if it is malformed.

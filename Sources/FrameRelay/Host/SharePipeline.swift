@@ -55,7 +55,7 @@ public final class SharePipeline {
             do {
                 recorder = try IVFWriter(path: path, width: 0, height: 0)
             } catch {
-                throw CodecError.invalidSetting("cannot write recording \(path): \(SystemError.name(of: error.code))")
+                throw RecordingError(path: path, code: error.code)
             }
         } else {
             recorder = nil

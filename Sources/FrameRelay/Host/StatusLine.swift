@@ -102,29 +102,3 @@ public final class StatusLine {
         return line.isEmpty ? String(fields[0].prefix(max(0, width))) : line
     }
 }
-
-/// `value` with `digits` decimals, without Foundation's String(format:).
-public func fixed(_ value: Double, _ digits: Int) -> String {
-    guard value.isFinite else { return "\(value)" }
-    var scale = 1.0
-    for _ in 0..<digits { scale *= 10 }
-    let scaled = Int((abs(value) * scale).rounded())
-    let whole = scaled / Int(scale), fraction = scaled % Int(scale)
-    let sign = value < 0 && scaled != 0 ? "-" : ""
-    guard digits > 0 else { return sign + "\(whole)" }
-    let text = String(fraction)
-    return sign + "\(whole)." + String(repeating: "0", count: digits - text.count) + text
-}
-
-/// Writes text to stderr unbuffered.
-public func writeStandardError(_ text: String) {
-    var text = text
-    text.withUTF8 { bytes in
-        var offset = 0
-        while offset < bytes.count {
-            let n = write(STDERR_FILENO, bytes.baseAddress! + offset, bytes.count - offset)
-            if n <= 0 { if n < 0 && errno == EINTR { continue }; return }
-            offset += n
-        }
-    }
-}

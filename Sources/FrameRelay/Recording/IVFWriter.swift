@@ -17,20 +17,16 @@
 public final class IVFWriter {
     public let path: String
     public private(set) var frameCount: UInt32 = 0
-    private let fd: Int32
+    private let file: FileDescriptor
+    private var isFinished = false
     private var header = [UInt8](repeating: 0, count: 12)
 
     /// Creates (or truncates) `path`; throws a ``SystemError`` naming it.
     public init(path: String, width: Int, height: Int, timebaseDenominator: UInt32 = 90_000) throws(SystemError) {
-        fd = try OutputFile.open(path)
+        file = try OutputFile.open(path)
         self.path = path
-        let file = Self.fileHeader(width: width, height: height, timebaseDenominator: timebaseDenominator)
-        let written = file.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, 32) }
-        guard written == 32 else {
-            let code = errno
-            close(fd)
-            throw SystemError("write", path, code: code)
-        }
+        let header = Self.fileHeader(width: width, height: height, timebaseDenominator: timebaseDenominator)
+        try header.withUnsafeBytes { bytes in Result { () throws(SystemError) in try file.writeAll(bytes) } }.get()
     }
 
     deinit { finish() }
@@ -56,39 +52,26 @@ public final class IVFWriter {
     public func write(_ frame: EncodedFrame) throws(SystemError) {
         Self.put(&header, 0, UInt32(frame.bytes.count))
         Self.put(&header, 4, UInt64(bitPattern: frame.pts))
-        let total = 12 + frame.bytes.count
-        let written = header.withUnsafeMutableBytes { head in
-            withUnsafeTemporaryAllocation(of: iovec.self, capacity: 2) { vectors in
-                vectors[0] = iovec(iov_base: head.baseAddress, iov_len: 12)
-                vectors[1] = iovec(iov_base: UnsafeMutableRawPointer(mutating: frame.bytes.baseAddress), iov_len: frame.bytes.count)
-                var result: Int
-                repeat { result = writev(fd, vectors.baseAddress, 2) } while result < 0 && errno == EINTR
-                return result
-            }
-        }
-        guard written == total else { throw SystemError("writev", path, code: written < 0 ? errno : EIO) }
+        precondition(!isFinished, "IVFWriter.write after finish()")
+        try header.withUnsafeBytes { head in Result { () throws(SystemError) in try file.writeAll(head, frame.bytes) } }.get()
         frameCount += 1
         if frameCount % 16 == 0 { patchCount() }
     }
 
     private func patchCount() {
-        var count = frameCount.littleEndian
-        _ = pwrite(fd, &count, 4, 24)
+        withUnsafeBytes(of: frameCount.littleEndian) { bytes in _ = try? file.write(bytes, at: 24) }
     }
-
-    private var isFinished = false
 
     /// Sets the picture size in the file header (known once the first frame arrives).
     public func setDimensions(width: Int, height: Int) {
-        var size = (UInt16(clamping: width).littleEndian, UInt16(clamping: height).littleEndian)
-        _ = pwrite(fd, &size, 4, 12)
+        let size = (UInt16(clamping: width).littleEndian, UInt16(clamping: height).littleEndian)
+        withUnsafeBytes(of: size) { bytes in _ = try? file.write(bytes, at: 12) }
     }
 
-    /// Writes the final frame count and closes the file.
+    /// Writes the final frame count (the file closes when the writer goes away).
     public func finish() {
         guard !isFinished else { return }
         isFinished = true
         patchCount()
-        close(fd)
     }
 }

@@ -15,13 +15,13 @@ public struct FrameView {
     /// Calls `body` with plane `index` and its stride. Do not let the buffer escape.
     public func withUnsafePlane<R>(_ index: Int, _ body: (UnsafeRawBufferPointer, _ stride: Int) throws -> R) rethrows -> R {
         precondition(index < metadata.format.planeCount)
-        let offset = metadata.offset(plane: index)
-        let stride = metadata.stride(plane: index)
+        let offset = metadata.planes.offset(plane: index)
+        let stride = metadata.planes.stride(plane: index)
         let rows = metadata.format.rows(plane: index, height: metadata.height)
         let count = stride * (rows - 1) + metadata.format.rowBytes(plane: index, width: metadata.width)
         return try body(UnsafeRawBufferPointer(start: payload + offset, count: count), stride)
     }
 
     /// Base address of plane `index` (inside the library's hot path only).
-    func plane(_ index: Int) -> UnsafeRawPointer { payload + metadata.offset(plane: index) }
+    func plane(_ index: Int) -> UnsafeRawPointer { payload + metadata.planes.offset(plane: index) }
 }

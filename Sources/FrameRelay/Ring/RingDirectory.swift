@@ -26,13 +26,11 @@ public enum RingDirectory {
     }
 
     private static func read(_ path: String) -> Entry? {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size >= RingLayout.headerSize else { return nil }
+        guard let file = try? FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK), let info = try? file.status(),
+            info.st_mode & S_IFMT == S_IFREG, info.st_size >= RingLayout.headerSize
+        else { return nil }
         var header = [UInt8](repeating: 0, count: RingLayout.producerPidOffset + 4)
-        let count = header.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        let count = try? header.withUnsafeMutableBytes { bytes throws(SystemError) in try file.read(into: bytes, at: 0) }
         guard count == header.count else { return nil }
         return header.withUnsafeBytes { bytes -> Entry? in
             guard UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: RingLayout.magicOffset, as: UInt64.self)) == RingLayout.magic else { return nil }

@@ -44,7 +44,7 @@ public enum RingError: Error, CustomStringConvertible {
 extension RingError {
     init(_ error: SegmentOpenError, segment: String) {
         switch error {
-        case .missing: self = .system(SystemError("shm_open", segment, code: 2))
+        case .missing: self = .system(SystemError("shm_open", segment, code: .noSuchFile))
         case .empty: self = .malformedHeader(segment: segment, reason: "empty segment")
         case .foreignOwner(let uid): self = .foreignOwner(segment: segment, uid: uid)
         case .openPermissions(let mode): self = .openPermissions(segment: segment, mode: mode)

@@ -208,18 +208,18 @@ public final class RingHost {
     private func take(slot: Int, from attachment: Attachment) -> HostEvent {
         attachment.header.framesTaken.pointee.wrappingAdd(1, ordering: .relaxed)
         let base = UnsafeRawPointer(attachment.segment.base + RingLayout.slotOffset(slot, capacity: attachment.capacity))
-        let payload = base + FrameMetadata.byteCount
-        do {
-            let metadata = try FrameMetadata.load(from: base, capacity: attachment.capacity)
+        let payload = base + SlotHeader.byteCount
+        do throws(InvalidFrame) {
+            let metadata = try SlotHeader.load(from: base, capacity: attachment.capacity)
             if verifyChecksums, metadata.checksum != 0,
                 FrameChecksum.of(UnsafeRawBufferPointer(start: payload, count: metadata.payloadSize)) != metadata.checksum
             {
-                throw InvalidFrame.checksumMismatch(frameNumber: metadata.frameNumber)
+                throw .checksumMismatch(frameNumber: metadata.frameNumber)
             }
             return .frame(FrameView(metadata: metadata, payload: payload))
         } catch {
             attachment.header.framesInvalid.pointee.wrappingAdd(1, ordering: .relaxed)
-            return .invalidFrame(error as! InvalidFrame)
+            return .invalidFrame(error)
         }
     }
 

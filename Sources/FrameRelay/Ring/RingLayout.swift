@@ -61,7 +61,7 @@ public enum RingLayout {
 
     /// Bytes from one slot to the next for a payload capacity.
     public static func slotStride(capacity: Int) -> Int {
-        (FrameMetadata.byteCount + capacity + 4095) / 4096 * 4096
+        (SlotHeader.byteCount + capacity + 4095) / 4096 * 4096
     }
 
     /// Byte offset of slot `index`'s metadata.

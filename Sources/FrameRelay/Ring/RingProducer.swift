@@ -68,12 +68,12 @@ public final class RingProducer {
 
     private static func createSegment(name: String, appGroup: AppGroup, capacity: Int) throws(RingError) -> SharedMemorySegment {
         let size = RingLayout.segmentSize(capacity: capacity)
-        var lastError = SystemError("shm_open", name, code: EEXIST)
+        var lastError = SystemError("shm_open", name, code: .fileExists)
         for _ in 0..<5 {
             do {
                 return try SharedMemorySegment.create(name: name, size: size)
             } catch {
-                guard error.code == EEXIST else { throw .system(error) }
+                guard error.code == .fileExists else { throw .system(error) }
                 lastError = error
             }
             try reclaimIfStale(name: name, appGroup: appGroup)
@@ -144,18 +144,16 @@ public final class RingProducer {
         if let damage = damage() { try recreate(damage) }
         for attempt in 0..<2 {
             let slot = segment.base + RingLayout.slotOffset(producerSlot, capacity: slotCapacity)
-            let payload = slot + FrameMetadata.byteCount
+            let payload = slot + SlotHeader.byteCount
             // Non-temporal: the producer never reads the frame again (and the
             // host reads it on another core), so the copy need not pass through this core's cache.
             cmem_stream_copy(payload, buffer.storage, bytes)
-            var metadata = buffer.layout
-            metadata.frameNumber = frameNumber
-            metadata.captureTime = captureTime
-            metadata.orientation = orientation
-            metadata.payloadSize = bytes
-            metadata.checksum = checksum ? FrameChecksum.of(UnsafeRawBufferPointer(start: payload, count: bytes)) : 0
-            metadata.publishTime = MonotonicClock.now()
-            metadata.store(to: slot)
+            let sum = checksum ? FrameChecksum.of(UnsafeRawBufferPointer(start: payload, count: bytes)) : 0
+            let metadata = FrameMetadata(
+                frameNumber: frameNumber, captureTime: captureTime, publishTime: MonotonicClock.now(), checksum: sum,
+                width: buffer.width, height: buffer.height, format: buffer.format, orientation: orientation,
+                payloadSize: bytes, planes: buffer.layout)
+            SlotHeader.store(metadata, to: slot)
             if segment.faults == 0, let replaced = publishSlot() { return replaced }
             // Shrunk under the copy, or the slot state was rewritten: write the frame again into a fresh ring.
             guard attempt == 0 else { break }

@@ -15,20 +15,19 @@ struct SharedMemorySegment: ~Copyable {
     let size: Int
     /// Device and inode: tell whether the name still refers to this segment.
     let identity: FileIdentity
-    private let fd: Int32
+    private let file: FileDescriptor
     private let guardHandle: Int32
 
     /// Creates a new segment with `O_CREAT|O_EXCL` and mode 0600; fails with
     /// `EEXIST` if the name is taken.
     static func create(name: String, size: Int) throws(SystemError) -> SharedMemorySegment {
-        let fd = try valueOrErrno("shm_open", name) { shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0o600) }
+        let file = FileDescriptor(adopting: try valueOrErrno("shm_open", name) { shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0o600) }, name: name)
         do {
-            _ = try valueOrErrno("fchmod", name) { fchmod(fd, 0o600) }
-            _ = try valueOrErrno("ftruncate", name) { ftruncate(fd, off_t(size)) }
-            return try SharedMemorySegment(name: name, fd: fd, size: size)
+            _ = try valueOrErrno("fchmod", name) { fchmod(file.rawValue, 0o600) }
+            _ = try valueOrErrno("ftruncate", name) { ftruncate(file.rawValue, off_t(size)) }
+            return try SharedMemorySegment(name: name, file: file, size: size)
         } catch {
             shm_unlink(name)
-            close(fd)
             throw error
         }
     }
@@ -36,58 +35,47 @@ struct SharedMemorySegment: ~Copyable {
     /// Opens an existing segment after checking that this user owns it and
     /// that nobody else may write it.
     static func open(name: String) throws(SegmentOpenError) -> SharedMemorySegment {
-        let fd: Int32
-        do {
-            fd = try valueOrErrno("shm_open", name) { shm_open(name, O_RDWR, 0) }
+        let file: FileDescriptor
+        do throws(SystemError) {
+            file = FileDescriptor(adopting: try valueOrErrno("shm_open", name) { shm_open(name, O_RDWR, 0) }, name: name)
         } catch {
-            throw error.code == ENOENT ? .missing : .system(error)
+            throw error.code == .noSuchFile ? .missing : .system(error)
         }
-        var info = stat()
-        if fstat(fd, &info) != 0 {
-            let code = errno
-            close(fd)
-            throw .system(SystemError("fstat", name, code: code))
-        }
-        guard info.st_uid == geteuid() else {
-            close(fd)
-            throw .foreignOwner(uid: info.st_uid)
-        }
-        guard info.st_mode & 0o077 == 0 else {
-            close(fd)
-            throw .openPermissions(mode: info.st_mode & 0o777)
-        }
-        guard info.st_size > 0 else {
-            // Its creator is between shm_open and ftruncate (or died there).
-            close(fd)
-            throw .empty
-        }
-        do {
-            return try SharedMemorySegment(name: name, fd: fd, size: Int(info.st_size))
+        let info: stat
+        do throws(SystemError) {
+            info = try file.status()
         } catch {
-            close(fd)
+            throw .system(error)
+        }
+        guard info.st_uid == geteuid() else { throw .foreignOwner(uid: info.st_uid) }
+        guard info.st_mode & 0o077 == 0 else { throw .openPermissions(mode: info.st_mode & 0o777) }
+        // Empty: its creator is between shm_open and ftruncate (or died there).
+        guard info.st_size > 0 else { throw .empty }
+        do {
+            return try SharedMemorySegment(name: name, file: file, size: Int(info.st_size))
+        } catch {
             throw .system(error)
         }
     }
 
-    private init(name: String, fd: Int32, size: Int) throws(SystemError) {
-        var info = stat()
-        _ = try valueOrErrno("fstat", name) { fstat(fd, &info) }
-        guard size > 0 else { throw SystemError("mmap", name, code: EINVAL) }
-        let pointer = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
-        guard let pointer, pointer != MAP_FAILED else { throw SystemError("mmap", name, code: errno) }
+    private init(name: String, file: consuming FileDescriptor, size: Int) throws(SystemError) {
+        let info = try file.status()
+        guard size > 0 else { throw SystemError("mmap", name, code: .invalidArgument) }
+        let pointer = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_SHARED, file.rawValue, 0)
+        guard let pointer, pointer != MAP_FAILED else { throw .current("mmap", name) }
         if segment_guard_install() != 0 {
-            let code = errno
+            let error = SystemError.current("sigaction(SIGBUS)", name)
             munmap(pointer, size)
-            throw SystemError("sigaction(SIGBUS)", name, code: code)
+            throw error
         }
         let handle = segment_guard_register(pointer, size)
         guard handle >= 0 else {
             munmap(pointer, size)
-            throw SystemError("segment_guard_register", name, code: ENOSPC)  // every guard slot is taken
+            throw SystemError("segment_guard_register", name, code: .noSpace)  // every guard slot is taken
         }
         self.guardHandle = handle
         self.name = name
-        self.fd = fd
+        self.file = file
         self.size = size
         self.base = pointer
         self.identity = FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
@@ -96,7 +84,6 @@ struct SharedMemorySegment: ~Copyable {
     deinit {
         segment_guard_unregister(guardHandle)
         munmap(base, size)
-        close(fd)
     }
 
     /// SIGBUS faults absorbed in this mapping: non-zero once someone shrank
@@ -105,8 +92,7 @@ struct SharedMemorySegment: ~Copyable {
 
     /// The segment's size now, as its file says (nil if fstat fails).
     var currentSize: Int? {
-        var info = stat()
-        return fstat(fd, &info) == 0 ? Int(info.st_size) : nil
+        (try? file.status()).map { Int($0.st_size) }
     }
 
     /// Whether `name` in /dev/shm still refers to this mapping.

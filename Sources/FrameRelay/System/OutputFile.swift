@@ -11,26 +11,30 @@ public enum OutputFile {
     static let procfsMagic = 0x9FA0
     static let sysfsMagic = 0x6265_6572
 
-    /// Throws a one-line ``UsageError`` naming `--option` when `path` cannot
-    /// be written now: its directory is missing, it is a directory, it is a
-    /// FIFO nobody reads, or it may not be written. Creates nothing.
-    public static func check(_ path: String, option: String) throws(UsageError) {
-        func fail(_ why: String) -> UsageError { UsageError("cannot write --\(option) \(path): \(why)") }
+    /// Throws a one-line ``OutputFileError`` naming `--option` when `path`
+    /// cannot be written now: its directory is missing, it is a directory, it
+    /// is a FIFO nobody reads, or it may not be written. Creates nothing.
+    public static func check(_ path: String, option: String) throws(OutputFileError) {
+        func fail(_ why: String) -> OutputFileError { OutputFileError(path: path, option: option, reason: why) }
         var info = stat()
         if stat(path, &info) == 0 {
             switch info.st_mode & S_IFMT {
             case S_IFDIR:
                 throw fail("it is a directory")
             case S_IFIFO:
-                let fd = Glibc.open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
-                guard fd >= 0 else { throw fail(errno == ENXIO ? "no process is reading this FIFO" : SystemError.errorName(errno)) }
-                close(fd)
+                do {
+                    _ = try FileDescriptor.open(path, O_WRONLY | O_NONBLOCK)
+                } catch {
+                    throw fail(error.code == .noSuchDevice ? "no process is reading this FIFO" : error.code.description)
+                }
             case S_IFCHR:
                 // A terminal or /dev/null takes output; another device (/dev/zero, a disk, a serial line) is no place for it.
-                let fd = Glibc.open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
-                guard fd >= 0 else { throw fail(SystemError.errorName(errno)) }
-                let terminal = isatty(fd) == 1
-                close(fd)
+                let terminal: Bool
+                do {
+                    terminal = isatty(try FileDescriptor.open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY).rawValue) == 1
+                } catch {
+                    throw fail(error.code.description)
+                }
                 var null = stat()
                 guard terminal || (stat("/dev/null", &null) == 0 && null.st_rdev == info.st_rdev) else {
                     throw fail("it is a device, not a file (only a terminal or /dev/null takes output)")
@@ -39,13 +43,13 @@ public enum OutputFile {
                 if [Self.procfsMagic, Self.sysfsMagic].contains(clinux_filesystem_type(path)) {
                     throw fail("it is a kernel file in /proc or /sys, not a file to write output to")
                 }
-                guard access(path, W_OK) == 0 else { throw fail(SystemError.errorName(errno)) }
+                guard access(path, W_OK) == 0 else { throw fail(Errno.current.description) }
             default:
                 throw fail("it is neither a file, a FIFO nor a terminal")
             }
             return
         }
-        guard errno == ENOENT else { throw fail(SystemError.errorName(errno)) }
+        guard errno == ENOENT else { throw fail(Errno.current.description) }
         let slash = path.lastIndex(of: "/")
         let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
         guard stat(directory, &info) == 0 else { throw fail("no directory \(directory)") }
@@ -53,33 +57,23 @@ public enum OutputFile {
         guard ![Self.procfsMagic, Self.sysfsMagic].contains(clinux_filesystem_type(directory)) else {
             throw fail("\(directory) is in /proc or /sys, not a place for output files")
         }
-        guard access(directory, W_OK | X_OK) == 0 else { throw fail("cannot create files in \(directory): \(SystemError.errorName(errno))") }
+        guard access(directory, W_OK | X_OK) == 0 else { throw fail("cannot create files in \(directory): \(Errno.current.description)") }
     }
 
     /// Opens `path` for writing from the start (created 0644 if missing,
     /// truncated); a FIFO with no reader fails with `ENXIO`.
-    public static func open(_ path: String) throws(SystemError) -> Int32 {
-        let fd = try valueOrErrno("open", path) { Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0o644) }
+    public static func open(_ path: String) throws(SystemError) -> FileDescriptor {
+        let file = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK, mode: 0o644)
         // Blocking from here on: a FIFO's reader may be slower than we are.
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
-        return fd
-    }
-
-    /// Writes all of `bytes` to `fd` (`path` names it in errors).
-    public static func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws(SystemError) {
-        var offset = 0
-        while offset < bytes.count {
-            let n = try valueOrErrno("write", path) { Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset) }
-            offset += n
-        }
+        try file.setBlocking(true)
+        return file
     }
 
     /// Replaces the contents of `path` with `text`.
-    public static func write(_ text: String, to path: String) throws {
-        let fd = try open(path)
-        defer { close(fd) }
+    public static func write(_ text: String, to path: String) throws(SystemError) {
+        let file = try open(path)
         var text = text
-        try text.withUTF8 { try write(fd, UnsafeRawBufferPointer($0), path: path) }
+        try text.withUTF8 { bytes in Result { () throws(SystemError) in try file.writeAll(UnsafeRawBufferPointer(bytes)) } }.get()
     }
 
 }

@@ -1,53 +1,111 @@
 @preconcurrency import Glibc
 
-/// Helpers over `sockaddr_storage` holding an IPv4 or IPv6 address.
-public enum SocketAddress {
+/// An IPv4 or IPv6 socket address and its length: the one place that turns
+/// `sockaddr_storage` into the `sockaddr *` the socket calls take.
+public struct SocketAddress: Sendable, Equatable {
+    var storage = sockaddr_storage()
+    var length: socklen_t
+
+    /// An empty address, room for any family (filled by `recvfrom`, `getsockname`).
+    init() { length = socklen_t(MemoryLayout<sockaddr_storage>.size) }
+
+    /// `address` (IPv4 dotted quad) and `port`; nil when it is not one.
+    init?(ipv4 address: String, port: Int) {
+        var inet = sockaddr_in()
+        inet.sin_family = sa_family_t(AF_INET)
+        inet.sin_port = UInt16(truncatingIfNeeded: port).bigEndian
+        guard inet_pton(AF_INET, address, &inet.sin_addr) == 1 else { return nil }
+        length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: withUnsafeBytes(of: &inet) { UnsafeRawBufferPointer($0) }) }
+    }
+
+    /// The address `getaddrinfo` returned.
+    init(_ info: addrinfo) {
+        length = info.ai_addrlen
+        withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: UnsafeRawBufferPointer(start: info.ai_addr, count: Int(info.ai_addrlen))) }
+    }
+
+    /// Every address `host` resolves to for `port` (IPv6 and IPv4, in
+    /// `getaddrinfo`'s order); throws `getaddrinfo`'s reason.
+    static func resolve(_ host: String, port: Int, type: __socket_type) throws(ResolutionError) -> [SocketAddress] {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(type.rawValue)
+        var found: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, String(port), &hints, &found)
+        guard status == 0, found != nil else { throw ResolutionError(reason: String(cString: gai_strerror(status))) }
+        defer { freeaddrinfo(found) }
+        var addresses: [SocketAddress] = []
+        while let info = found {
+            addresses.append(SocketAddress(info.pointee))
+            found = info.pointee.ai_next
+        }
+        return addresses
+    }
+
+    /// Why a host name did not resolve (`gai_strerror`'s text).
+    struct ResolutionError: Error { var reason: String }
+
+    public static func == (a: SocketAddress, b: SocketAddress) -> Bool {
+        a.length == b.length && withUnsafeBytes(of: a.storage) { x in withUnsafeBytes(of: b.storage) { y in x.prefix(Int(a.length)).elementsEqual(y.prefix(Int(b.length))) } }
+    }
+
+    var family: Int32 { Int32(storage.ss_family) }
+
+    /// The port (sin_port and sin6_port both sit at offset 2, network byte order).
+    var port: Int {
+        get { withUnsafeBytes(of: storage) { Int(UInt16(bigEndian: $0.load(fromByteOffset: 2, as: UInt16.self))) } }
+        set { withUnsafeMutableBytes(of: &storage) { $0.storeBytes(of: UInt16(truncatingIfNeeded: newValue).bigEndian, toByteOffset: 2, as: UInt16.self) } }
+    }
+
+    /// This address with another port.
+    func withPort(_ port: Int) -> SocketAddress {
+        var copy = self
+        copy.port = port
+        return copy
+    }
+
+    /// Calls `body` with the address as the `sockaddr` pointer and length the socket calls take.
+    func withSockaddr<R, E: Error>(_ body: (UnsafePointer<sockaddr>, socklen_t) throws(E) -> R) throws(E) -> R {
+        var storage = storage
+        return try withUnsafePointer(to: &storage) { pointer throws(E) in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sockaddr throws(E) in try body(sockaddr, length) }
+        }
+    }
+
+    /// Lets a call fill the address (`recvfrom`, `getsockname`, `accept`).
+    mutating func fill<R>(_ body: (UnsafeMutablePointer<sockaddr>, UnsafeMutablePointer<socklen_t>) -> R) -> R {
+        length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        return withUnsafeMutablePointer(to: &storage) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, &length) }
+        }
+    }
+
     /// Whether two addresses name the same host (ports aside).
-    static func sameHost(_ a: sockaddr_storage, _ b: sockaddr_storage) -> Bool {
-        guard a.ss_family == b.ss_family else { return false }
-        var a = a, b = b
-        switch Int32(a.ss_family) {
-        case AF_INET:
-            return withUnsafeBytes(of: &a) { x in
-                withUnsafeBytes(of: &b) { y in x.load(fromByteOffset: 4, as: UInt32.self) == y.load(fromByteOffset: 4, as: UInt32.self) }
+    func sameHost(as other: SocketAddress) -> Bool {
+        guard family == other.family else { return false }
+        return withUnsafeBytes(of: storage) { x in
+            withUnsafeBytes(of: other.storage) { y in
+                switch family {
+                case AF_INET: x[4..<8].elementsEqual(y[4..<8])  // sin_addr
+                case AF_INET6: x[8..<24].elementsEqual(y[8..<24])  // sin6_addr
+                default: false
+                }
             }
-        case AF_INET6:
-            // sin6_addr: 16 bytes at offset 8.
-            return withUnsafeBytes(of: &a) { x in withUnsafeBytes(of: &b) { y in x[8..<24].elementsEqual(y[8..<24]) } }
-        default:
-            return false
         }
     }
 
     /// The local address this machine sends from toward `destination` (a
     /// UDP socket connected there, which sends nothing); nil if there is no route.
-    static func local(toward destination: sockaddr_storage, length: socklen_t) -> sockaddr_storage? {
-        let fd = socket(Int32(destination.ss_family), Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var target = destination
-        let connected = withUnsafePointer(to: &target) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, length) } }
-        guard connected == 0 else { return nil }
-        var local = sockaddr_storage()
-        var localLength = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let named = withUnsafeMutablePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &localLength) } }
-        return named == 0 ? local : nil
+    static func local(toward destination: SocketAddress) -> SocketAddress? {
+        guard let socket = try? Socket(family: destination.family, type: SOCK_DGRAM), (try? socket.connect(to: destination)) != nil else { return nil }
+        return try? socket.localAddress()
     }
 
     /// A TCP port on `address` (IPv4) that is free now.
     public static func freeTCPPort(address: String = "127.0.0.1") throws(SystemError) -> Int {
-        let fd = try valueOrErrno("socket", "tcp") { socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
-        defer { close(fd) }
-        var local = sockaddr_in()
-        local.sin_family = sa_family_t(AF_INET)
-        guard inet_pton(AF_INET, address, &local.sin_addr) == 1 else { throw SystemError("inet_pton", address, code: EINVAL) }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = try valueOrErrno("bind", "\(address):0") {
-            withUnsafeMutablePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        }
-        _ = try valueOrErrno("getsockname", address) {
-            withUnsafeMutablePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        }
-        return Int(UInt16(bigEndian: local.sin_port))
+        guard let local = SocketAddress(ipv4: address, port: 0) else { throw SystemError("inet_pton", address, code: .invalidArgument) }
+        let socket = try Socket(family: AF_INET, type: SOCK_STREAM)
+        try socket.bind(to: local)
+        return try socket.localAddress().port
     }
 }

@@ -1,5 +1,4 @@
 @preconcurrency import Glibc
-internal import CLinux
 
 /// A failed system call: the call, the object it was made on, and `errno`.
 ///
@@ -7,25 +6,18 @@ internal import CLinux
 public struct SystemError: Error, CustomStringConvertible, Equatable {
     public var call: String
     public var object: String
-    public var code: Int32
+    public var code: Errno
 
-    public init(_ call: String, _ object: String, code: Int32) {
+    public init(_ call: String, _ object: String, code: Errno) {
         self.call = call
         self.object = object
         self.code = code
     }
 
-    public var description: String {
-        "\(call)(\(object)): \(Self.errorName(code))"
-    }
+    /// The call's failure with the calling thread's `errno` now.
+    static func current(_ call: String, _ object: String) -> SystemError { SystemError(call, object, code: .current) }
 
-    /// errno's symbolic name and text, such as `ENOSPC (No space left on device)`.
-    public static func errorName(_ code: Int32) -> String { "\(name(of: code)) (\(String(cString: strerror(code))))" }
-
-    /// errno's symbolic name, such as `ENOSPC`.
-    static func name(of code: Int32) -> String {
-        clinux_errno_name(code).map { String(cString: $0) } ?? "errno \(code)"
-    }
+    public var description: String { "\(call)(\(object)): \(code)" }
 }
 
 /// Runs a system call that returns -1 and sets `errno` on failure, retrying
@@ -37,9 +29,22 @@ func valueOrErrno<T: BinaryInteger>(
     while true {
         let result = body()
         if result != -1 { return result }
-        let code = errno
-        if code == EINTR { continue }
+        let code = Errno.current
+        if code == .interrupted { continue }
         throw SystemError(call, object(), code: code)
+    }
+}
+
+/// Like ``valueOrErrno(_:_:_:)``, but `EAGAIN` (nothing now on a
+/// non-blocking descriptor) is the value `nil`, not an error.
+@inline(__always)
+func valueOrWouldBlock<T: BinaryInteger>(
+    _ call: String, _ object: @autoclosure () -> String, _ body: () -> T
+) throws(SystemError) -> T? {
+    do {
+        return try valueOrErrno(call, object(), body)
+    } catch where error.code == .wouldBlock {
+        return nil
     }
 }
 

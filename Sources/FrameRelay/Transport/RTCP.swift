@@ -30,6 +30,28 @@ enum RTCP {
         out.storeBytes(of: octets.bigEndian, toByteOffset: 24, as: UInt32.self)
     }
 
+    /// Writes a 16-byte generic NACK (RFC 4585 §6.2.1) for one lost packet into `out`.
+    static func writeNACK(into out: UnsafeMutableRawPointer, sender: UInt32, media: UInt32, sequence: UInt16) -> Int {
+        writeFeedbackHeader(into: out, format: 1, type: transportFeedback, words: 3, sender: sender, media: media)
+        out.storeBytes(of: sequence.bigEndian, toByteOffset: 12, as: UInt16.self)
+        out.storeBytes(of: UInt16(0), toByteOffset: 14, as: UInt16.self)  // no following packets lost
+        return 16
+    }
+
+    /// Writes a 12-byte Picture Loss Indication (RFC 4585 §6.3.1) into `out`.
+    static func writePLI(into out: UnsafeMutableRawPointer, sender: UInt32, media: UInt32) -> Int {
+        writeFeedbackHeader(into: out, format: 1, type: payloadFeedback, words: 2, sender: sender, media: media)
+        return 12
+    }
+
+    private static func writeFeedbackHeader(into out: UnsafeMutableRawPointer, format: UInt8, type: UInt8, words: UInt16, sender: UInt32, media: UInt32) {
+        out.storeBytes(of: 0x80 | format, as: UInt8.self)
+        out.storeBytes(of: type, toByteOffset: 1, as: UInt8.self)
+        out.storeBytes(of: words.bigEndian, toByteOffset: 2, as: UInt16.self)
+        out.storeBytes(of: sender.bigEndian, toByteOffset: 4, as: UInt32.self)
+        out.storeBytes(of: media.bigEndian, toByteOffset: 8, as: UInt32.self)
+    }
+
     /// Parses a compound packet, keeping only what concerns `ssrc`. Never
     /// reads past `bytes`; malformed input ends the parse.
     static func parse(_ bytes: UnsafeRawBufferPointer, ssrc: UInt32, into feedback: inout Feedback) {

@@ -10,7 +10,7 @@
 /// ```
 /// Sizes are even across a frame's packets; the marker bit is on the last.
 struct RTPPacketizer {
-    static let headerSize = 12
+    static let headerSize = RTPHeader.size
     static let descriptorSize = 4
     let ssrc: UInt32
     let payloadType: UInt8
@@ -39,11 +39,7 @@ struct RTPPacketizer {
         for index in 0..<count {
             let length = min(even, frame.count - offset)
             let last = index == count - 1
-            scratch.storeBytes(of: 0x80, as: UInt8.self)
-            scratch.storeBytes(of: (last ? 0x80 : 0) | payloadType, toByteOffset: 1, as: UInt8.self)
-            scratch.storeBytes(of: sequence.bigEndian, toByteOffset: 2, as: UInt16.self)
-            scratch.storeBytes(of: timestamp.bigEndian, toByteOffset: 4, as: UInt32.self)
-            scratch.storeBytes(of: ssrc.bigEndian, toByteOffset: 8, as: UInt32.self)
+            RTPHeader(marker: last, payloadType: payloadType, sequence: sequence, timestamp: timestamp, ssrc: ssrc).write(to: scratch)
             scratch.storeBytes(of: index == 0 ? 0x90 : 0x80, toByteOffset: 12, as: UInt8.self)
             scratch.storeBytes(of: 0x80, toByteOffset: 13, as: UInt8.self)
             scratch.storeBytes(of: (0x8000 | pictureID).bigEndian, toByteOffset: 14, as: UInt16.self)

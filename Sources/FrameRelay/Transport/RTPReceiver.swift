@@ -1,8 +1,9 @@
 @preconcurrency import Glibc
 
-/// A VP8 RTP receiver: reassembles frames (RFC 7741), asks for lost packets
-/// (NACK) and, when a frame is lost for good, for a keyframe (PLI), decodes
-/// with libvpx, and reads the frame number stamped into each picture.
+/// A VP8 RTP receiver: follows one stream (``RTPHeader``), puts its frames
+/// together (``JitterBuffer``), asks for lost packets (NACK) and, when a
+/// frame is lost for good, for a keyframe (PLI), decodes with libvpx, and
+/// reads the frame number stamped into each picture.
 public final class RTPReceiver {
     public struct Stats: Sendable, Codable {
         public var packets: UInt64 = 0
@@ -35,21 +36,13 @@ public final class RTPReceiver {
     }
 
     public private(set) var stats = Stats()
-    private let rtpSocket: Int32
-    private let rtcpSocket: Int32
+    private let rtpSocket: Socket
+    private let rtcpSocket: Socket
     private let decoder: VP8Decoder
-    private static let slots = 1024
-    private static let slotBytes = 1600
-    private let packetStore: UnsafeMutableRawPointer
-    private var present = [Bool](repeating: false, count: slots)
-    private var sequences = [UInt16](repeating: 0, count: slots)
-    private var lengths = [Int](repeating: 0, count: slots)
-    private var timestamps = [UInt32](repeating: 0, count: slots)
-    private var nackedAt = [UInt64](repeating: 0, count: slots)
-    private var markers = [Bool](repeating: false, count: slots)
-    private let receiveBuffer: UnsafeMutableRawPointer
-    private let frameBuffer: UnsafeMutableRawPointer
-    private let frameCapacity = 4 << 20
+    private var jitter = JitterBuffer()
+    private let receiveBuffer: UnsafeMutableRawBufferPointer
+    /// RTCP feedback (NACK, PLI) is written here.
+    private let feedbackBuffer: UnsafeMutableRawPointer
     private var highest: UInt16?
     private var lastCompletedTimestamp: UInt32?
     private var needKeyframe = true
@@ -63,11 +56,10 @@ public final class RTPReceiver {
     public static let maxPixels = 7680 * 4320
     private var lastPLI: UInt64 = 0
     /// Where feedback goes: the stream's own host, at the port its Sender Reports come from.
-    private var sender = sockaddr_storage()
-    private var senderLength: socklen_t = 0
+    private var sender: SocketAddress?
     /// Where the followed stream's RTP comes from, and where the packet being handled came from.
-    private var streamSource = sockaddr_storage()
-    private var packetSource = sockaddr_storage()
+    private var streamSource = SocketAddress()
+    private var packetSource = SocketAddress()
     /// Feedback bytes allowed per byte of RTP received.
     static let feedbackBudget: UInt64 = 10
     private let receiverSSRC = UInt32.random(in: 1...UInt32.max)
@@ -76,55 +68,35 @@ public final class RTPReceiver {
 
     /// Binds `port` (RTP) and `port + 1` (RTCP) on `address`.
     public init(port: Int, address: String = "127.0.0.1") throws {
-        guard (1...65534).contains(port) else { throw UsageError("invalid port \(port): must be 1...65534") }
+        guard (1...65534).contains(port) else { throw TransportError.invalidPort(port) }
         decoder = try VP8Decoder()
         rtpSocket = try Self.bind(port: port, address: address)
-        do {
-            rtcpSocket = try Self.bind(port: port + 1, address: address)
-        } catch {
-            close(rtpSocket)
-            throw error
-        }
-        packetStore = .allocate(byteCount: Self.slots * Self.slotBytes, alignment: 16)
-        receiveBuffer = .allocate(byteCount: Self.slotBytes, alignment: 16)
-        frameBuffer = .allocate(byteCount: frameCapacity, alignment: 16)
+        rtcpSocket = try Self.bind(port: port + 1, address: address)
+        receiveBuffer = .allocate(byteCount: JitterBuffer.payloadBytes, alignment: 16)
+        feedbackBuffer = .allocate(byteCount: 16, alignment: 16)
     }
 
     deinit {
-        close(rtpSocket)
-        close(rtcpSocket)
-        packetStore.deallocate()
         receiveBuffer.deallocate()
-        frameBuffer.deallocate()
+        feedbackBuffer.deallocate()
     }
 
-    private static func bind(port: Int, address: String) throws -> Int32 {
-        let fd = try valueOrErrno("socket", "udp") { socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0) }
-        // Room for bursts of unpaced senders (a keyframe at once): past the
-        // rmem_max cap where allowed (CAP_NET_ADMIN), else up to it.
-        var size: Int32 = 4 << 20
-        if setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, 4) != 0 { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, 4) }
-        var local = sockaddr_in()
-        local.sin_family = sa_family_t(AF_INET)
-        local.sin_port = UInt16(port).bigEndian
-        guard inet_pton(AF_INET, address, &local.sin_addr) == 1 else {
-            close(fd)
-            throw SystemError("inet_pton", address, code: EINVAL)
+    private static func bind(port: Int, address: String) throws(SystemError) -> Socket {
+        guard let local = SocketAddress(ipv4: address, port: port) else { throw SystemError("inet_pton", address, code: .invalidArgument) }
+        let socket = try Socket(family: AF_INET, type: SOCK_DGRAM, nonBlocking: true)
+        // Room for bursts of unpaced senders (a keyframe at once).
+        socket.setReceiveBuffer(4 << 20)
+        do {
+            try socket.bind(to: local)
+        } catch {
+            throw SystemError("bind", "\(address):\(port)", code: error.code)
         }
-        let result = withUnsafePointer(to: &local) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard result == 0 else {
-            let code = errno
-            close(fd)
-            throw SystemError("bind", "\(address):\(port)", code: code)
-        }
-        return fd
+        return socket
     }
 
     /// Receives until `deadline` (CLOCK_MONOTONIC ns) or `shouldStop`.
     public func run(until deadline: UInt64, shouldStop: () -> Bool = { false }) {
-        var fds = [pollfd(fd: rtpSocket, events: Int16(POLLIN), revents: 0), pollfd(fd: rtcpSocket, events: Int16(POLLIN), revents: 0)]
+        var fds = [pollfd(fd: rtpSocket.rawValue, events: Int16(POLLIN), revents: 0), pollfd(fd: rtcpSocket.rawValue, events: Int16(POLLIN), revents: 0)]
         while MonotonicClock.now() < deadline, !shouldStop() {
             _ = poll(&fds, 2, 20)
             drainRTCP()
@@ -133,141 +105,79 @@ public final class RTPReceiver {
     }
 
     private func drainRTCP() {
-        while true {
-            var from = sockaddr_storage()
-            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let count = withUnsafeMutablePointer(to: &from) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(rtcpSocket, frameBuffer, 1500, 0, $0, &length) }
-            }
-            guard count > 0 else { return }
+        var from = SocketAddress()
+        while let count = try? rtcpSocket.receive(into: receiveBuffer, from: &from), count > 0 {
             // Feedback goes where the followed stream's Sender Reports come
             // from, and only when they come from the host its RTP comes from:
             // anyone can forge an SSRC, and a report from elsewhere would
             // turn this receiver's NACKs on a third party.
-            if count >= 28, frameBuffer.load(fromByteOffset: 1, as: UInt8.self) == RTCP.senderReport,
-                let locked = lockedSSRC, UInt32(bigEndian: frameBuffer.loadUnaligned(fromByteOffset: 4, as: UInt32.self)) == locked
+            if count >= 28, receiveBuffer[1] == RTCP.senderReport,
+                let locked = lockedSSRC, UInt32(bigEndian: receiveBuffer.loadUnaligned(fromByteOffset: 4, as: UInt32.self)) == locked
             {
-                guard SocketAddress.sameHost(from, streamSource) else {
+                guard from.sameHost(as: streamSource) else {
                     stats.senderReportsRefused += 1
                     continue
                 }
                 stats.senderReports += 1
                 sender = from
-                senderLength = length
             }
         }
     }
 
     private func drainRTP() {
-        while true {
-            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let count = withUnsafeMutablePointer(to: &packetSource) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(rtpSocket, receiveBuffer, Self.slotBytes, 0, $0, &length) }
-            }
-            guard count >= 0 else { return }  // drained
+        while let count = try? rtpSocket.receive(into: receiveBuffer, from: &packetSource) {
             // The smallest VP8 packet is 14 bytes (header, a one-byte descriptor, one byte):
             // GStreamer's packetizer sends such tails. receive(_:) checks each packet's length.
-            if count >= 12 { receive(UnsafeRawBufferPointer(start: receiveBuffer, count: count)) }
+            if count >= 12 { receive(UnsafeRawBufferPointer(rebasing: receiveBuffer[..<count])) }
         }
     }
 
     func receive(_ packet: UnsafeRawBufferPointer) {
-        guard packet[0] >> 6 == 2 else { return }
+        guard let header = RTPHeader(parsing: packet) else { return }
         stats.packets += 1
-        let csrcs = Int(packet[0] & 0x0F)
-        var offset = 12 + 4 * csrcs
-        if packet[0] & 0x10 != 0, offset + 4 <= packet.count {
-            offset += 4 + 4 * (Int(packet[offset + 2]) << 8 | Int(packet[offset + 3]))
-        }
-        guard offset < packet.count else { return }
-        let sequence = UInt16(packet[2]) << 8 | UInt16(packet[3])
-        let timestamp = UInt32(packet[4]) << 24 | UInt32(packet[5]) << 16 | UInt32(packet[6]) << 8 | UInt32(packet[7])
-        let ssrc = UInt32(packet[8]) << 24 | UInt32(packet[9]) << 16 | UInt32(packet[10]) << 8 | UInt32(packet[11])
+        guard header.payloadOffset < packet.count else { return }
         let now = MonotonicClock.now()
-        if ssrc != lockedSSRC {
+        if header.ssrc != lockedSSRC {
             // Another sender: ignored while ours is heard; followed once ours is silent (a restarted host).
             if lockedSSRC != nil, now &- lastFromLocked < Self.ssrcTimeout {
                 stats.foreignPackets += 1
                 return
             }
-            lockedSSRC = ssrc
+            lockedSSRC = header.ssrc
             highest = nil
             lastCompletedTimestamp = nil
             needKeyframe = true
-            for slot in 0..<Self.slots { present[slot] = false }
+            jitter.removeAll()
         }
         lastFromLocked = now
-        stats.ssrc = ssrc
+        stats.ssrc = header.ssrc
         stats.bytesReceived &+= UInt64(packet.count)
         streamSource = packetSource
-        if let last = lastCompletedTimestamp, Int32(bitPattern: timestamp &- last) <= 0 { return }  // late or resent after completion
-        let slot = Int(sequence) % Self.slots
-        let length = packet.count - offset
-        guard length <= Self.slotBytes else { return }
-        (packetStore + slot * Self.slotBytes).copyMemory(from: packet.baseAddress! + offset, byteCount: length)
-        present[slot] = true
-        sequences[slot] = sequence
-        lengths[slot] = length
-        timestamps[slot] = timestamp
-        markers[slot] = packet[1] & 0x80 != 0
+        if let last = lastCompletedTimestamp, Int32(bitPattern: header.timestamp &- last) <= 0 { return }  // late or resent after completion
+        let payload = UnsafeRawBufferPointer(rebasing: packet[header.payloadOffset...])
+        guard jitter.insert(payload, sequence: header.sequence, timestamp: header.timestamp, marker: header.marker) else { return }
         // A gap before this packet: ask for what is missing, once.
         if let highest {
-            let ahead = Int16(bitPattern: sequence &- highest)
+            let ahead = Int16(bitPattern: header.sequence &- highest)
             if ahead > 1 && ahead <= 64 {
                 for missing in 1..<Int(ahead) { requestResend(highest &+ UInt16(missing), now: now) }
             }
-            if ahead > 0 { self.highest = sequence }
+            if ahead > 0 { self.highest = header.sequence }
         } else {
-            highest = sequence
+            highest = header.sequence
         }
-        tryComplete(timestamp: timestamp)
+        if let frame = jitter.wholeFrame(containing: header.sequence) { complete(frame, timestamp: header.timestamp) }
     }
 
-    /// Assembles and decodes the frame with this timestamp if all its packets are here.
-    private func tryComplete(timestamp: UInt32) {
-        var start: UInt16?
-        for slot in 0..<Self.slots where present[slot] && timestamps[slot] == timestamp {
-            let descriptor = (packetStore + slot * Self.slotBytes).load(as: UInt8.self)
-            if descriptor & 0x10 != 0, descriptor & 0x07 == 0 { start = sequences[slot] }
-        }
-        guard let first = start else { return }
-        // Walk from the start packet to the marker, every packet present.
-        var sequence = first
-        var size = 0
-        var walked = 0
-        while true {
-            let slot = Int(sequence) % Self.slots
-            guard walked < Self.slots, present[slot], sequences[slot] == sequence, timestamps[slot] == timestamp else { return }
-            let payload = packetStore + slot * Self.slotBytes
-            let skip = Self.descriptorLength(UnsafeRawBufferPointer(start: payload, count: lengths[slot]))
-            let bytes = lengths[slot] - skip
-            guard skip > 0, size + bytes <= frameCapacity else { return }
-            (frameBuffer + size).copyMemory(from: payload + skip, byteCount: bytes)
-            size += bytes
-            walked += 1
-            if markers[slot] { break }
-            sequence &+= 1
-        }
-        complete(timestamp: timestamp, first: first, count: walked, size: size)
-    }
-
-    private func complete(timestamp: UInt32, first: UInt16, count: Int, size: Int) {
-        for index in 0..<count { present[Int(first &+ UInt16(index)) % Self.slots] = false }
-        if let last = lastCompletedTimestamp, timestamp &- last > 0 {
-            // Frames between the last completed and this one that never completed are lost.
-            var lost = false
-            for slot in 0..<Self.slots where present[slot] {
-                let age = Int32(bitPattern: timestamp &- timestamps[slot])
-                if age > 0 { present[slot] = false; lost = true }
-            }
-            if lost {
-                stats.framesLost += 1
-                needKeyframe = true
-            }
+    /// Decodes a whole frame, after counting the frames before it that never became whole as lost.
+    private func complete(_ whole: JitterBuffer.Frame, timestamp: UInt32) {
+        let frame = jitter.assemble(whole)
+        if let last = lastCompletedTimestamp, timestamp &- last > 0, jitter.dropFrames(before: timestamp) {
+            stats.framesLost += 1
+            needKeyframe = true
         }
         lastCompletedTimestamp = timestamp
         stats.framesComplete += 1
-        let frame = UnsafeRawBufferPointer(start: frameBuffer, count: size)
         let key = VP8Decoder.isKeyframe(frame)
         if let size = VP8Decoder.keyframeSize(frame), size.width * size.height > Self.maxPixels {
             stats.framesTooLarge += 1
@@ -301,70 +211,28 @@ public final class RTPReceiver {
         }
     }
 
-    /// Bytes of the VP8 payload descriptor at the start of `payload`.
-    static func descriptorLength(_ payload: UnsafeRawBufferPointer) -> Int {
-        guard payload.count >= 1 else { return 0 }
-        var length = 1
-        if payload[0] & 0x80 != 0 {
-            guard payload.count >= 2 else { return 0 }
-            let extensions = payload[1]
-            length = 2
-            if extensions & 0x80 != 0 {
-                guard payload.count > length else { return 0 }
-                length += payload[length] & 0x80 != 0 ? 2 : 1
-            }
-            if extensions & 0x40 != 0 { length += 1 }
-            if extensions & 0x30 != 0 { length += 1 }
-        }
-        return length <= payload.count ? length : 0
-    }
-
     private func requestResend(_ sequence: UInt16, now: UInt64) {
-        let slot = Int(sequence) % Self.slots
-        guard now &- nackedAt[slot] > 20_000_000 else { return }
-        nackedAt[slot] = now
-        var packet = [UInt8](repeating: 0, count: 16)
-        packet[0] = 0x81
-        packet[1] = RTCP.transportFeedback
-        packet[3] = 3
-        put(&packet, 4, receiverSSRC)
-        put(&packet, 8, stats.ssrc)
-        packet[12] = UInt8(sequence >> 8)
-        packet[13] = UInt8(sequence & 0xFF)
-        if sendFeedback(packet) { stats.nacksSent += 1 }
+        guard jitter.shouldRequest(sequence, now: now) else { return }
+        let length = RTCP.writeNACK(into: feedbackBuffer, sender: receiverSSRC, media: stats.ssrc, sequence: sequence)
+        if sendFeedback(length) { stats.nacksSent += 1 }
     }
 
     private func sendPLI(now: UInt64) {
         guard now &- lastPLI > 200_000_000 else { return }
         lastPLI = now
-        var packet = [UInt8](repeating: 0, count: 12)
-        packet[0] = 0x81
-        packet[1] = RTCP.payloadFeedback
-        packet[3] = 2
-        put(&packet, 4, receiverSSRC)
-        put(&packet, 8, stats.ssrc)
-        if sendFeedback(packet) { stats.plisSent += 1 }
+        let length = RTCP.writePLI(into: feedbackBuffer, sender: receiverSSRC, media: stats.ssrc)
+        if sendFeedback(length) { stats.plisSent += 1 }
     }
 
-    private func put(_ bytes: inout [UInt8], _ at: Int, _ value: UInt32) {
-        bytes[at] = UInt8(value >> 24)
-        bytes[at + 1] = UInt8((value >> 16) & 0xFF)
-        bytes[at + 2] = UInt8((value >> 8) & 0xFF)
-        bytes[at + 3] = UInt8(value & 0xFF)
-    }
-
-    /// Sends RTCP to the sender's RTCP address (learned from its Sender Reports).
-    private func sendFeedback(_ packet: [UInt8]) -> Bool {
-        guard senderLength > 0 else { return false }
-        guard (stats.feedbackBytes + UInt64(packet.count)) * Self.feedbackBudget <= stats.bytesReceived else {
+    /// Sends the feedback written in ``feedbackBuffer`` to the sender's RTCP
+    /// address (learned from its Sender Reports), within the feedback budget.
+    private func sendFeedback(_ length: Int) -> Bool {
+        guard let sender else { return false }
+        guard (stats.feedbackBytes + UInt64(length)) * Self.feedbackBudget <= stats.bytesReceived else {
             stats.feedbackWithheld += 1
             return false
         }
-        stats.feedbackBytes += UInt64(packet.count)
-        var address = sender
-        let sent = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(rtcpSocket, packet, packet.count, 0, $0, senderLength) }
-        }
-        return sent == packet.count
+        stats.feedbackBytes += UInt64(length)
+        return (try? rtcpSocket.send(UnsafeRawBufferPointer(start: feedbackBuffer, count: length), to: sender)) == length
     }
 }

@@ -1,8 +1,8 @@
 @preconcurrency import Glibc
 
 /// One share's RTP stream: packetizes encoded frames to every destination,
-/// paces bursts, keeps a short history for NACKs, sends Sender Reports and
-/// reads RTCP feedback. Single-threaded: the share's thread calls ``send``
+/// paces bursts, answers NACKs from its ``RetransmissionHistory``, sends
+/// Sender Reports and reads RTCP feedback (``RTCP``); its SDP is ``SDP``. Single-threaded: the share's thread calls ``send``
 /// for each frame and ``poll`` between frames, so nothing needs a lock.
 public final class RTPSession {
     public struct Options: Sendable {
@@ -18,25 +18,13 @@ public final class RTPSession {
     public let ssrc: UInt32
     public let options: Options
     private var packetizer: RTPPacketizer
-    private let rtpSocket: Int32
-    private let rtcpSocket: Int32
+    private let rtpSocket: Socket
+    private let rtcpSocket: Socket
     /// The local port receivers send RTCP to.
     public let rtcpPort: Int
     private let scratch: UnsafeMutableRawPointer
-    private let historySize = 1024
-    private let history: UnsafeMutableRawPointer
-    private var historyLengths: [Int]
-    private var historySequences: [UInt16]
-    /// When each history slot was last sent again (CLOCK_MONOTONIC ns).
-    private var historyResent: [UInt64]
-    /// Retransmissions allowed now: one more for each packet sent first, up
-    /// to a burst of ``resendBurst``, so that NACKs (which anyone who knows
-    /// the SSRC can send) never make the stream more than twice its rate.
-    private var resendTokens = RTPSession.resendBurst
-    static let resendBurst = 256
-    /// The least time between two retransmissions of one packet.
-    static let resendInterval: UInt64 = 100_000_000
-    private let receiveBuffer: UnsafeMutableRawPointer
+    private var history: RetransmissionHistory
+    private let receiveBuffer: UnsafeMutableRawBufferPointer
     private let rtcpDestinations: [Destination]
     private var monotonicBase: UInt64?
     private let rtpBase = UInt32.random(in: 0...UInt32.max)
@@ -48,64 +36,40 @@ public final class RTPSession {
     /// FIR): a receiver that asks needs no periodic keyframes.
     private var asks: [Bool]
 
-    /// Opens the sockets; throws a ``SystemError`` naming the failing call.
-    public init(options: Options) throws {
+    /// Opens the sockets; throws a ``TransportError`` naming what failed.
+    public init(options: Options) throws(TransportError) {
         precondition(!options.destinations.isEmpty)
-        guard (64...9000).contains(options.maxPacketSize) else {
-            throw UsageError("invalid packet size \(options.maxPacketSize): must be 64...9000")
-        }
+        guard (64...9000).contains(options.maxPacketSize) else { throw .invalidPacketSize(options.maxPacketSize) }
         let family = options.destinations[0].family
-        let rtp = try valueOrErrno("socket", "udp") { socket(family, Int32(SOCK_DGRAM.rawValue), 0) }
-        let rtcp: Int32
-        do {
-            rtcp = try valueOrErrno("socket", "udp") { socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0) }
-        } catch {
-            close(rtp)
-            throw error
-        }
-        var size: Int32 = 4 << 20
-        setsockopt(rtp, SOL_SOCKET, SO_SNDBUF, &size, 4)
+        let rtp = try Self.system { () throws(SystemError) in try Socket(family: family, type: SOCK_DGRAM) }
+        try? rtp.setOption(SOL_SOCKET, SO_SNDBUF, Int32(4 << 20))
+        let rtcp = try Self.system { () throws(SystemError) in try Socket(family: family, type: SOCK_DGRAM, nonBlocking: true) }
         // Bind RTCP to an ephemeral port so receivers can answer our reports,
         // on the address the stream leaves from (loopback for a loopback
         // stream: feedback from other hosts cannot reach it); on every
         // address only when the destinations are reached from several.
-        var local = sockaddr_storage()
-        local.ss_family = sa_family_t(family)
-        let sources = options.destinations.map { SocketAddress.local(toward: $0.address, length: $0.length) }
-        if let first = sources.first ?? nil, sources.allSatisfy({ $0.map { SocketAddress.sameHost($0, first) } ?? false }) {
-            local = first
-            withUnsafeMutableBytes(of: &local) { $0.storeBytes(of: UInt16(0), toByteOffset: 2, as: UInt16.self) }
-        }
-        let localLength = socklen_t(family == AF_INET6 ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &local) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(rtcp, $0, localLength) }
-        }
-        guard bound == 0 else {
-            let code = errno
-            close(rtp)
-            close(rtcp)
-            throw SystemError("bind", "rtcp socket", code: code)
-        }
-        var name = sockaddr_storage()
-        var nameLength = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        withUnsafeMutablePointer(to: &name) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = getsockname(rtcp, $0, &nameLength) }
-        }
-        rtcpPort = withUnsafeBytes(of: &name) { Int(UInt16(bigEndian: $0.load(fromByteOffset: 2, as: UInt16.self))) }
+        let sources = options.destinations.map { SocketAddress.local(toward: $0.address) }
+        var local = SocketAddress()
+        local.storage.ss_family = sa_family_t(family)
+        local.length = socklen_t(family == AF_INET6 ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size)
+        if let first = sources.first ?? nil, sources.allSatisfy({ $0?.sameHost(as: first) ?? false }) { local = first.withPort(0) }
+        try Self.system { () throws(SystemError) in try rtcp.bind(to: local) }
+        rtcpPort = try Self.system { () throws(SystemError) in try rtcp.localAddress().port }
         rtpSocket = rtp
         rtcpSocket = rtcp
         ssrc = UInt32.random(in: 1...UInt32.max)
         self.options = options
         packetizer = RTPPacketizer(ssrc: ssrc, maxPacketSize: options.maxPacketSize)
         scratch = .allocate(byteCount: options.maxPacketSize, alignment: 16)
-        history = .allocate(byteCount: options.maxPacketSize * historySize, alignment: 16)
-        historyLengths = Array(repeating: 0, count: historySize)
-        historySequences = Array(repeating: 0, count: historySize)
-        historyResent = Array(repeating: 0, count: historySize)
+        history = RetransmissionHistory(packetSize: options.maxPacketSize)
         receiveBuffer = .allocate(byteCount: 1500, alignment: 16)
         rtcpDestinations = options.destinations.map { $0.withPort($0.port + 1) }
         feedback.nacked.reserveCapacity(256)
         asks = Array(repeating: false, count: options.destinations.count)
+    }
+
+    private static func system<T: ~Copyable>(_ body: () throws(SystemError) -> T) throws(TransportError) -> T {
+        do throws(SystemError) { return try body() } catch { throw .system(error) }
     }
 
     /// Whether every destination has asked for keyframes or retransmissions
@@ -115,10 +79,7 @@ public final class RTPSession {
     public var everyDestinationAsks: Bool { !asks.contains(false) }
 
     deinit {
-        close(rtpSocket)
-        close(rtcpSocket)
         scratch.deallocate()
-        history.deallocate()
         receiveBuffer.deallocate()
     }
 
@@ -146,12 +107,7 @@ public final class RTPSession {
                 inBurst = 0
             }
             inBurst += 1
-            let slot = Int(sequence) % historySize
-            (history + slot * options.maxPacketSize).copyMemory(from: packet.baseAddress!, byteCount: packet.count)
-            historyLengths[slot] = packet.count
-            historySequences[slot] = sequence
-            historyResent[slot] = 0
-            resendTokens = min(resendTokens + 1, Self.resendBurst)
+            history.record(packet, sequence: sequence)
             transmit(packet)
             stats.packets += 1
             stats.octets += UInt64(packet.count - RTPPacketizer.headerSize)
@@ -162,15 +118,15 @@ public final class RTPSession {
 
     private func transmit(_ packet: UnsafeRawBufferPointer) {
         for destination in options.destinations {
-            var address = destination.address
-            let result = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    sendto(rtpSocket, packet.baseAddress, packet.count, Int32(MSG_DONTWAIT), $0, destination.length)
+            do {
+                // A full socket buffer (nil) drops the packet, as a full network queue would.
+                if try rtpSocket.send(packet, to: destination.address) == nil {
+                    stats.sendErrors += 1
+                    stats.lastSendError = Errno.wouldBlock.rawValue
                 }
-            }
-            if result < 0 {
+            } catch {
                 stats.sendErrors += 1
-                stats.lastSendError = errno
+                stats.lastSendError = error.code.rawValue
             }
         }
     }
@@ -179,18 +135,13 @@ public final class RTPSession {
     /// due; returns true when a receiver asked for a keyframe.
     public func poll(now: UInt64) -> Bool {
         var keyframe = false
-        while true {
-            var from = sockaddr_storage()
-            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let count = withUnsafeMutablePointer(to: &from) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(rtcpSocket, receiveBuffer, 1500, Int32(MSG_DONTWAIT), $0, &length) }
-            }
-            guard count > 0 else { break }
+        var from = SocketAddress()
+        while let count = try? rtcpSocket.receive(into: receiveBuffer, from: &from), count > 0 {
             stats.rtcpReceived += 1
             feedback.pictureLoss = false
             feedback.fullIntraRequest = false
             feedback.nacked.removeAll(keepingCapacity: true)
-            RTCP.parse(UnsafeRawBufferPointer(start: receiveBuffer, count: count), ssrc: ssrc, into: &feedback)
+            RTCP.parse(UnsafeRawBufferPointer(rebasing: receiveBuffer[..<count]), ssrc: ssrc, into: &feedback)
             if feedback.pictureLoss { stats.pli += 1 }
             var fir = false
             if feedback.fullIntraRequest, feedback.firSequence != lastFIRSequence {
@@ -202,7 +153,7 @@ public final class RTPSession {
             stats.receiverReports = UInt64(feedback.receiverReports) + stats.receiverReports
             if feedback.pictureLoss || fir { keyframe = true }
             if feedback.pictureLoss || fir || !feedback.nacked.isEmpty {
-                for (index, destination) in options.destinations.enumerated() where SocketAddress.sameHost(destination.address, from) { asks[index] = true }
+                for (index, destination) in options.destinations.enumerated() where destination.address.sameHost(as: from) { asks[index] = true }
             }
             for sequence in feedback.nacked { resend(sequence, now: now) }
         }
@@ -215,13 +166,8 @@ public final class RTPSession {
 
     private func resend(_ sequence: UInt16, now: UInt64) {
         stats.nacked += 1
-        let slot = Int(sequence) % historySize
-        guard historySequences[slot] == sequence, historyLengths[slot] > 0, resendTokens > 0,
-            historyResent[slot] == 0 || now &- historyResent[slot] >= Self.resendInterval
-        else { return }
-        historyResent[slot] = now
-        resendTokens -= 1
-        transmit(UnsafeRawBufferPointer(start: history + slot * options.maxPacketSize, count: historyLengths[slot]))
+        guard let packet = history.resend(sequence, now: now) else { return }
+        transmit(packet)
         stats.retransmitted += 1
     }
 
@@ -232,14 +178,7 @@ public final class RTPSession {
         let ntpFraction = (UInt64(wall.tv_nsec) << 32) / 1_000_000_000
         RTCP.writeSenderReport(into: scratch, ssrc: ssrc, ntp: ntpSeconds << 32 | ntpFraction, rtpTimestamp: rtpTimestamp(now),
                                packets: UInt32(truncatingIfNeeded: stats.packets), octets: UInt32(truncatingIfNeeded: stats.octets))
-        for destination in rtcpDestinations {
-            var address = destination.address
-            _ = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    sendto(rtcpSocket, scratch, 28, Int32(MSG_DONTWAIT), $0, destination.length)
-                }
-            }
-        }
+        for destination in rtcpDestinations { _ = try? rtcpSocket.send(UnsafeRawBufferPointer(start: scratch, count: 28), to: destination.address) }
         stats.senderReports += 1
     }
 
@@ -249,47 +188,5 @@ public final class RTPSession {
         s.ssrc = ssrc
         return s
     }
-
-    /// An SDP description that ffmpeg, ffplay, VLC and GStreamer open as written.
-    public func sdp(for destination: Destination) -> String {
-        let family = destination.family == AF_INET6 ? "IP6" : "IP4"
-        return """
-            v=0
-            o=- \(ssrc) 1 IN \(family) \(destination.host)
-            s=FrameRelay screen share
-            c=IN \(family) \(destination.host)
-            t=0 0
-            m=video \(destination.port) RTP/AVP 96
-            a=rtpmap:96 VP8/90000
-            a=rtcp:\(destination.port + 1)
-            a=rtcp-fb:96 nack
-            a=rtcp-fb:96 nack pli
-            a=rtcp-fb:96 ccm fir
-            a=ssrc:\(ssrc) cname:framerelay
-            a=recvonly
-
-            """
-    }
 }
 
-/// What one share's RTP stream did.
-public struct TransportStats: Sendable, Codable {
-    public var ssrc: UInt32 = 0
-    public var frames: UInt64 = 0
-    public var keyframes: UInt64 = 0
-    public var packets: UInt64 = 0
-    public var octets: UInt64 = 0
-    public var sendErrors: UInt64 = 0
-    /// errno of the last failed send.
-    public var lastSendError: Int32?
-    public var senderReports: UInt64 = 0
-    public var receiverReports: UInt64 = 0
-    public var rtcpReceived: UInt64 = 0
-    public var pli: UInt64 = 0
-    public var fir: UInt64 = 0
-    public var nacked: UInt64 = 0
-    public var retransmitted: UInt64 = 0
-    public var lastFractionLost: Double = 0
-    /// Capture → last packet sent (µs), from the share's frame timings.
-    public var captureToSent = LatencySummary(count: 0, p50: 0, p90: 0, p99: 0, max: 0, mean: 0)
-}

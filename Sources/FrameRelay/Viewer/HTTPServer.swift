@@ -15,28 +15,16 @@ public final class HTTPServer: @unchecked Sendable {
     // the rest is in atomics.
     public typealias Request = HTTPRequestHead
 
-    /// A connection the handler writes its response to.
+    /// A connection the handler writes its response to; closed when the server is done with it.
     public final class Connection {
-        let fd: Int32
+        let socket: Socket
         /// A HEAD request: responses send their headers only.
-        public let isHead: Bool
-        init(fd: Int32, isHead: Bool = false) {
-            self.fd = fd
-            self.isHead = isHead
-        }
+        public internal(set) var isHead = false
+        init(_ socket: consuming Socket) { self.socket = socket }
 
         /// Writes all of `bytes`; false when the peer is gone.
         @discardableResult
-        public func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
-            var offset = 0
-            while offset < bytes.count {
-                let n = send(fd, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
-                if n < 0, errno == EINTR { continue }
-                guard n > 0 else { return false }
-                offset += n
-            }
-            return true
-        }
+        public func write(_ bytes: UnsafeRawBufferPointer) -> Bool { (try? socket.sendAll(bytes)) != nil }
 
         @discardableResult
         public func write(_ text: String) -> Bool {
@@ -62,7 +50,7 @@ public final class HTTPServer: @unchecked Sendable {
 
     public let address: String
     public let port: Int
-    private let listener: Int32
+    private let listener: Socket
     private let handler: @Sendable (Request, Connection) -> Void
     /// Connections being served now, and those of them past their head on a path other than ``reservedPaths``.
     private let active = Atomic<Int>(0)
@@ -82,65 +70,61 @@ public final class HTTPServer: @unchecked Sendable {
     static let reservedPaths: Set<String> = ["/stats.json", "/metrics"]
     /// The most time a client has to send its request's head.
     public static let requestDeadline: UInt64 = 5_000_000_000
-    /// Binds `address:port` (loopback unless told otherwise); throws a
-    /// ``UsageError`` naming the address when it is taken or invalid.
-    public init(address: String, port: Int, handler: @escaping @Sendable (Request, Connection) -> Void) throws {
-        var local = sockaddr_in()
-        local.sin_family = sa_family_t(AF_INET)
-        local.sin_port = UInt16(port).bigEndian
-        guard inet_pton(AF_INET, address, &local.sin_addr) == 1 else {
-            throw UsageError("invalid HTTP address \"\(address)\": expected an IPv4 address such as 127.0.0.1")
-        }
-        let fd = try valueOrErrno("socket", "tcp") { socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
-        var yes: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, 4)
-        let bound = withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        guard bound == 0, listen(fd, 64) == 0 else {
-            let code = errno
-            close(fd)
-            if code == EADDRINUSE { throw UsageError("HTTP address \(address):\(port) is already in use") }
-            throw UsageError("cannot listen on \(address):\(port): \(SystemError.name(of: code))")
-        }
+    /// Binds `address:port` (loopback unless told otherwise); throws an
+    /// ``HTTPServerError`` naming the address when it is taken or invalid.
+    public init(address: String, port: Int, handler: @escaping @Sendable (Request, Connection) -> Void) throws(HTTPServerError) {
+        listener = try Self.listen(address: address, port: port)
         self.address = address
         self.port = port
-        self.listener = fd
         self.handler = handler
         let table = UnsafeMutableRawPointer.allocate(byteCount: Self.readingSlots * 8, alignment: 8)
         table.initializeMemory(as: UInt64.self, repeating: 0, count: Self.readingSlots)
         reading = table.assumingMemoryBound(to: Atomic<UInt64>.self)
     }
 
-    deinit {
-        close(listener)
-        UnsafeMutableRawPointer(reading).deallocate()
+    deinit { UnsafeMutableRawPointer(reading).deallocate() }
+
+    private static func listen(address: String, port: Int) throws(HTTPServerError) -> Socket {
+        guard let local = SocketAddress(ipv4: address, port: port) else { throw .invalidAddress(address) }
+        do throws(SystemError) {
+            let listener = try Socket(family: AF_INET, type: SOCK_STREAM)
+            try listener.setOption(SOL_SOCKET, SO_REUSEADDR, Int32(1))
+            try listener.bind(to: local)
+            try listener.listen(backlog: 64)
+            return listener
+        } catch {
+            throw error.code == .addressInUse ? .addressInUse(address, port) : .cannotListen(address, port, error.code)
+        }
     }
 
     /// Accepts connections on a background thread until the process ends.
     public func start() {
         startDetachedThread { [self] in
             while true {
-                let client = accept(listener, nil, nil)
-                if client < 0 {
-                    switch errno {
-                    case EINTR, ECONNABORTED: continue
+                let socket: Socket
+                do throws(SystemError) {
+                    socket = try listener.accept()
+                } catch {
+                    switch error.code.rawValue {
+                    case ECONNABORTED: continue
                     // Out of descriptors or memory for now: the viewer waits for some to come back rather than ending.
                     case EMFILE, ENFILE, ENOBUFS, ENOMEM: usleep(100_000); continue
                     default: return
                     }
                 }
+                let client = socket.release()  // its thread adopts it
                 // Full: the connection that has waited longest for its request makes way (its thread ends it at once).
                 let full = active.load(ordering: .relaxed) >= Self.maxConnections + Self.reservedConnections
                 let madeWay = full && evictSlowestReader()
                 if client < Self.readingSlots { reading[Int(client)].store(MonotonicClock.now(), ordering: .releasing) }
                 guard active.add(1, ordering: .relaxed).newValue <= Self.maxConnections + Self.reservedConnections || madeWay,
                     startDetachedThread({ [self] in
-                        serve(client)
+                        serve(Connection(Socket(adopting: client, name: "http connection")))
                         active.subtract(1, ordering: .relaxed)
                     })
                 else {
                     stopReading(client)
-                    refuse(client, "503 Service Unavailable", "too many connections")
-                    close(client)
+                    refuse(Connection(Socket(adopting: client, name: "http connection")), "503 Service Unavailable", "too many connections")
                     active.subtract(1, ordering: .relaxed)
                     continue
                 }
@@ -150,10 +134,9 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// Answers and shuts a connection that will not be served; the send
     /// cannot block long (a short send timeout, an empty socket buffer).
-    private func refuse(_ fd: Int32, _ status: String, _ text: String, extraHeaders: String = "") {
-        var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        Connection(fd: fd).respond(status: status, contentType: "text/plain", body: Array((text + "\n").utf8), extraHeaders: extraHeaders)
+    private func refuse(_ connection: Connection, _ status: String, _ text: String, extraHeaders: String = "") {
+        try? connection.socket.setTimeouts(send: 0.1)
+        connection.respond(status: status, contentType: "text/plain", body: Array((text + "\n").utf8), extraHeaders: extraHeaders)
     }
 
     /// Takes `fd` off the reading table; if another thread is shutting it
@@ -189,21 +172,21 @@ public final class HTTPServer: @unchecked Sendable {
         return false
     }
 
-    private func serve(_ fd: Int32) {
-        let parse = readHead(fd)
+    /// Reads the request and answers it; the connection closes when this returns.
+    private func serve(_ connection: Connection) {
+        let parse = readHead(connection.socket)
         // Off the reading list before the descriptor can be closed (an evicted one is off it already).
-        stopReading(fd)
-        defer { close(fd) }
+        stopReading(connection.socket.rawValue)
         switch parse {
         case .incomplete:
             return  // the client went away, was too slow, or was evicted
         case .refused(let status):
-            refuse(fd, status, status)
-            drainBeforeClosing(fd)
+            refuse(connection, status, status)
+            drainBeforeClosing(connection.socket)
         case .request(let request):
             guard request.method == "GET" || request.method == "HEAD" else {
-                refuse(fd, "405 Method Not Allowed", "only GET and HEAD", extraHeaders: "Allow: GET, HEAD\r\n")
-                drainBeforeClosing(fd)
+                refuse(connection, "405 Method Not Allowed", "only GET and HEAD", extraHeaders: "Allow: GET, HEAD\r\n")
+                drainBeforeClosing(connection.socket)
                 return
             }
             // Monitoring is always served (the accept thread keeps slots for it); anything else only within maxConnections.
@@ -211,50 +194,46 @@ public final class HTTPServer: @unchecked Sendable {
             if !reserved {
                 guard viewing.add(1, ordering: .relaxed).newValue <= Self.maxConnections else {
                     viewing.subtract(1, ordering: .relaxed)
-                    refuse(fd, "503 Service Unavailable", "too many connections")
+                    refuse(connection, "503 Service Unavailable", "too many connections")
                     return
                 }
             }
             defer { if !reserved { viewing.subtract(1, ordering: .relaxed) } }
-            handler(request, Connection(fd: fd, isHead: request.method == "HEAD"))
+            connection.isHead = request.method == "HEAD"
+            handler(request, connection)
         }
     }
 
     /// Ends our side and reads what the client still sends (a body, the
     /// rest of oversized headers) for a moment: closing with unread bytes
     /// would reset the connection before the client read our answer.
-    private func drainBeforeClosing(_ fd: Int32) {
-        shutdown(fd, Int32(SHUT_WR))
+    private func drainBeforeClosing(_ socket: borrowing Socket) {
+        socket.shutdown(Int32(SHUT_WR))
         let deadline = MonotonicClock.now() &+ 1_000_000_000
         var buffer = [UInt8](repeating: 0, count: 16_384)
         var drained = 0
         while drained < 1 << 20, MonotonicClock.now() < deadline {
-            var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let polled = poll(&ready, 1, 100)
-            if polled < 0, errno != EINTR { return }
-            guard polled > 0 else { continue }
-            let n = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
-            if n < 0, errno == EINTR || errno == EAGAIN { continue }
+            guard socket.waitReadable(milliseconds: 100) else { continue }
+            let received = buffer.withUnsafeMutableBytes { bytes in Result { () throws(SystemError) in try socket.receive(into: bytes, wait: false) } }
+            guard case .success(let n) = received else { return }
+            guard let n else { continue }  // nothing yet
             guard n > 0 else { return }
             drained += n
         }
     }
 
     /// Reads until the request's head is complete, refused, or its deadline passes.
-    private func readHead(_ fd: Int32) -> HTTPRequestHead.Parse {
+    private func readHead(_ socket: borrowing Socket) -> HTTPRequestHead.Parse {
         let deadline = MonotonicClock.now() &+ Self.requestDeadline
         var request = [UInt8]()
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
             let now = MonotonicClock.now()
             guard now < deadline else { return .incomplete }
-            var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let polled = poll(&ready, 1, Int32((deadline - now) / 1_000_000) + 1)
-            if polled < 0, errno == EINTR { continue }
-            guard polled > 0 else { return .incomplete }
-            let n = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
-            if n < 0, errno == EINTR || errno == EAGAIN { continue }
-            guard n > 0 else { return .incomplete }
+            guard socket.waitReadable(milliseconds: Int32((deadline - now) / 1_000_000) + 1) else { return .incomplete }
+            let received = buffer.withUnsafeMutableBytes { bytes in Result { () throws(SystemError) in try socket.receive(into: bytes, wait: false) } }
+            guard case .success(let n) = received, n != 0 else { return .incomplete }
+            guard let n else { continue }  // a signal, or nothing yet
             request += buffer[..<n]
             let parse = HTTPRequestHead.parse(request[...])
             if parse != .incomplete { return parse }

@@ -26,7 +26,7 @@ public final class ViewerServer: Sendable {
     public let shares: [Share]
     private let server: HTTPServer
 
-    /// Binds the viewer; throws a ``UsageError`` when the address is taken.
+    /// Binds the viewer; throws an ``HTTPServerError`` when the address is taken.
     public init(address: String, port: Int, shares: [Share]) throws {
         self.shares = shares
         let box = SharesBox(shares: shares)

@@ -26,7 +26,7 @@ func ringWithOneFrameTaken(_ tag: String, _ buffer: PixelBuffer) throws -> (grou
     let producer = try RingProducer(appGroup: group, slotCapacity: buffer.capacity)
     let host = RingHost(appGroup: group)
     try producer.publish(buffer, frameNumber: 1, captureTime: 1)
-    guard case .frame = try nextFrameEvent(host) else { throw SystemError("publish", "no first frame in \(group)", code: EIO) }
+    guard case .frame = try nextFrameEvent(host) else { throw SystemError("publish", "no first frame in \(group)", code: .ioError) }
     return (group, producer, host)
 }
 
@@ -48,7 +48,7 @@ final class RawMapping {
 
     init(name: String) throws {
         fd = shm_open(name, O_RDWR, 0)
-        guard fd >= 0 else { throw SystemError("shm_open", name, code: errno) }
+        guard fd >= 0 else { throw SystemError("shm_open", name, code: .current) }
         var info = stat()
         fstat(fd, &info)
         size = Int(info.st_size)
@@ -57,7 +57,7 @@ final class RawMapping {
 
     init(create name: String, size: Int) throws {
         fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0o600)
-        guard fd >= 0 else { throw SystemError("shm_open", name, code: errno) }
+        guard fd >= 0 else { throw SystemError("shm_open", name, code: .current) }
         ftruncate(fd, off_t(size))
         self.size = size
         base = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)!

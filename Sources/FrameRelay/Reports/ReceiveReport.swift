@@ -15,9 +15,9 @@ public struct ReceiveReport: Codable, Sendable {
 
     /// Reads capture times from JSON lines with `frame` and `captured` fields
     /// (a host's `--trace`, or a feeder's log).
-    public static func captureTimes(jsonLines path: String) throws -> [UInt64: UInt64] {
+    public static func captureTimes(jsonLines path: String) throws(CaptureTimesError) -> [UInt64: UInt64] {
         struct Line: Decodable { var frame: UInt64; var captured: UInt64 }
-        guard let data = FileManager.default.contents(atPath: path) else { throw UsageError("cannot read \(path)") }
+        guard let data = FileManager.default.contents(atPath: path) else { throw .unreadable(path) }
         let text = String(decoding: data, as: UTF8.self)
         var times: [UInt64: UInt64] = [:]
         let decoder = JSONDecoder()
@@ -29,10 +29,10 @@ public struct ReceiveReport: Codable, Sendable {
             } catch {
                 // A last line without its newline may be one a running host is still writing.
                 if index == lines.count - 1 { break }
-                throw UsageError("line \(index + 1) of \(path) is not a capture record like {\"frame\":1,\"captured\":123}")
+                throw .malformedLine(path, line: index + 1)
             }
         }
-        guard !times.isEmpty else { throw UsageError("no capture records in \(path): expected JSON lines like {\"frame\":1,\"captured\":123}") }
+        guard !times.isEmpty else { throw .empty(path) }
         return times
     }
 

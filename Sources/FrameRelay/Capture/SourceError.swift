@@ -1,0 +1,14 @@
+/// A frame source that could not be opened or read.
+public enum SourceError: Error, CustomStringConvertible {
+    case missingFile(String)
+    case malformed(String, String)
+    case display(String)
+
+    public var description: String {
+        switch self {
+        case .missingFile(let path): "cannot open \(path): no such file or not readable"
+        case .malformed(let path, let reason): "malformed video file \(path): \(reason)"
+        case .display(let reason): "X11 capture: \(reason)"
+        }
+    }
+}

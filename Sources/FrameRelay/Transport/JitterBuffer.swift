@@ -1,0 +1,164 @@
+/// Received VP8 RTP payloads (RFC 7741) waiting to become whole frames: a
+/// ring of ``capacity`` slots indexed by sequence number, each slot one
+/// value, and the frame put together from them.
+///
+/// A frame is whole when its packets run without a gap from the one that
+/// starts partition 0 (descriptor S=1, PID=0) to the one with the marker
+/// bit, all with the frame's timestamp. Finding it walks only that frame's
+/// packets, never the whole ring.
+struct JitterBuffer: ~Copyable {
+    static let capacity = 1024
+    /// The largest payload kept (an RTP packet past a 1500-byte MTU is not ours).
+    static let payloadBytes = 1600
+    /// The largest frame put together.
+    static let frameCapacity = 4 << 20
+
+    struct Slot {
+        var present = false
+        var marker = false
+        var sequence: UInt16 = 0
+        var timestamp: UInt32 = 0
+        var length = 0
+        /// When a NACK last asked for this sequence number (CLOCK_MONOTONIC ns).
+        var nackedAt: UInt64 = 0
+    }
+
+    /// A whole frame's place in the ring.
+    struct Frame {
+        var first: UInt16
+        var packets: Int
+        var bytes: Int
+    }
+
+    private var slots = [Slot](repeating: Slot(), count: capacity)
+    private let payloads: UnsafeMutableRawPointer
+    /// Where ``assemble(_:)`` puts a frame's bytes.
+    private let frameStore: UnsafeMutableRawPointer
+
+    init() {
+        payloads = .allocate(byteCount: Self.capacity * Self.payloadBytes, alignment: 16)
+        frameStore = .allocate(byteCount: Self.frameCapacity, alignment: 16)
+    }
+
+    deinit {
+        payloads.deallocate()
+        frameStore.deallocate()
+    }
+
+    private static func index(_ sequence: UInt16) -> Int { Int(sequence) % capacity }
+
+    private func payload(_ slot: Int) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: payloads + slot * Self.payloadBytes, count: slots[slot].length)
+    }
+
+    /// Forgets every packet (a new stream).
+    mutating func removeAll() {
+        for slot in slots.indices { slots[slot].present = false }
+    }
+
+    /// Keeps one packet's payload; false when it is too long to keep.
+    mutating func insert(_ payload: UnsafeRawBufferPointer, sequence: UInt16, timestamp: UInt32, marker: Bool) -> Bool {
+        guard payload.count <= Self.payloadBytes else { return false }
+        let slot = Self.index(sequence)
+        (payloads + slot * Self.payloadBytes).copyMemory(from: payload.baseAddress!, byteCount: payload.count)
+        slots[slot].present = true
+        slots[slot].marker = marker
+        slots[slot].sequence = sequence
+        slots[slot].timestamp = timestamp
+        slots[slot].length = payload.count
+        return true
+    }
+
+    /// The whole frame that the packet `sequence` belongs to, if every one
+    /// of its packets is here.
+    func wholeFrame(containing sequence: UInt16) -> Frame? {
+        let here = slots[Self.index(sequence)]
+        guard here.present, here.sequence == sequence else { return nil }
+        let timestamp = here.timestamp
+        func belongs(_ sequence: UInt16) -> Bool {
+            let slot = slots[Self.index(sequence)]
+            return slot.present && slot.sequence == sequence && slot.timestamp == timestamp
+        }
+        // Back to the packet that starts the frame, then on to the marker.
+        var first = sequence
+        var walked = 0
+        while !Self.startsFrame(payload(Self.index(first))) {
+            walked += 1
+            guard walked < Self.capacity, belongs(first &- 1) else { return nil }
+            first &-= 1
+        }
+        var last = first
+        var bytes = 0
+        var packets = 0
+        while true {
+            guard packets < Self.capacity, belongs(last) else { return nil }
+            let payload = payload(Self.index(last))
+            let skip = Self.descriptorLength(payload)
+            guard skip > 0 else { return nil }
+            bytes += payload.count - skip
+            packets += 1
+            guard bytes <= Self.frameCapacity else { return nil }
+            if slots[Self.index(last)].marker { break }
+            last &+= 1
+        }
+        return Frame(first: first, packets: packets, bytes: bytes)
+    }
+
+    /// Copies `frame`'s VP8 data (payloads without their descriptors) into
+    /// one buffer, valid until the next call, and frees its slots.
+    mutating func assemble(_ frame: Frame) -> UnsafeRawBufferPointer {
+        var size = 0
+        for index in 0..<frame.packets {
+            let slot = Self.index(frame.first &+ UInt16(index))
+            let payload = payload(slot)
+            let skip = Self.descriptorLength(payload)
+            (frameStore + size).copyMemory(from: payload.baseAddress! + skip, byteCount: payload.count - skip)
+            size += payload.count - skip
+            slots[slot].present = false
+        }
+        return UnsafeRawBufferPointer(start: frameStore, count: size)
+    }
+
+    /// Drops the packets of frames older than `timestamp` (they can no
+    /// longer be decoded in order); true when there were any.
+    mutating func dropFrames(before timestamp: UInt32) -> Bool {
+        var dropped = false
+        for slot in slots.indices where slots[slot].present && Int32(bitPattern: timestamp &- slots[slot].timestamp) > 0 {
+            slots[slot].present = false
+            dropped = true
+        }
+        return dropped
+    }
+
+    /// Whether to ask for `sequence` again now: not within 20 ms of the last time.
+    mutating func shouldRequest(_ sequence: UInt16, now: UInt64) -> Bool {
+        let slot = Self.index(sequence)
+        guard now &- slots[slot].nackedAt > 20_000_000 else { return false }
+        slots[slot].nackedAt = now
+        return true
+    }
+
+    /// Whether a payload starts a frame: its descriptor has S=1 and partition 0.
+    static func startsFrame(_ payload: UnsafeRawBufferPointer) -> Bool {
+        guard let descriptor = payload.first else { return false }
+        return descriptor & 0x10 != 0 && descriptor & 0x07 == 0
+    }
+
+    /// Bytes of the VP8 payload descriptor at the start of `payload` (0 when it is malformed).
+    static func descriptorLength(_ payload: UnsafeRawBufferPointer) -> Int {
+        guard payload.count >= 1 else { return 0 }
+        var length = 1
+        if payload[0] & 0x80 != 0 {
+            guard payload.count >= 2 else { return 0 }
+            let extensions = payload[1]
+            length = 2
+            if extensions & 0x80 != 0 {
+                guard payload.count > length else { return 0 }
+                length += payload[length] & 0x80 != 0 ? 2 : 1
+            }
+            if extensions & 0x40 != 0 { length += 1 }
+            if extensions & 0x30 != 0 { length += 1 }
+        }
+        return length <= payload.count ? length : 0
+    }
+}

@@ -1,0 +1,21 @@
+/// What one share's RTP stream did.
+public struct TransportStats: Sendable, Codable {
+    public var ssrc: UInt32 = 0
+    public var frames: UInt64 = 0
+    public var keyframes: UInt64 = 0
+    public var packets: UInt64 = 0
+    public var octets: UInt64 = 0
+    public var sendErrors: UInt64 = 0
+    /// errno of the last failed send.
+    public var lastSendError: Int32?
+    public var senderReports: UInt64 = 0
+    public var receiverReports: UInt64 = 0
+    public var rtcpReceived: UInt64 = 0
+    public var pli: UInt64 = 0
+    public var fir: UInt64 = 0
+    public var nacked: UInt64 = 0
+    public var retransmitted: UInt64 = 0
+    public var lastFractionLost: Double = 0
+    /// Capture → last packet sent (µs), from the share's frame timings.
+    public var captureToSent = LatencySummary(count: 0, p50: 0, p90: 0, p99: 0, max: 0, mean: 0)
+}

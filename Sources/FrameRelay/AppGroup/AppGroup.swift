@@ -6,6 +6,9 @@
 public struct AppGroup: Hashable, Sendable, CustomStringConvertible {
     /// The longest name accepted; the ring header stores it whole.
     public static let maxLength = 200
+    /// The App Group both sides use when none is given, shaped like a call SDK's sample handler's.
+    public static let defaultName = "group.com.example.app.ScreenSharingExtension"
+    public static let `default` = try! AppGroup(defaultName)  // valid by construction: the name meets every rule init checks
 
     /// The full identifier.
     public let name: String

@@ -1,0 +1,119 @@
+/// A command (or subcommand) in swift-argument-parser's shape, written here
+/// because no outside package can be fetched: its options are ``Option``
+/// and ``Flag`` properties. Parsing runs in three steps, so that the
+/// likeliest mistake is the one named: ``checkGiven()`` sees only which
+/// options were given ("--sdp needs --rtp"); then each option's text
+/// becomes its value, checked against its range; then ``validate()``
+/// checks the values together and fills what is derived from them.
+/// ``run()`` does the work and returns the exit status.
+public protocol ParsableCommand {
+    static var configuration: CommandConfiguration { get }
+    init()
+    func checkGiven() throws
+    mutating func validate() throws
+    func run() throws -> Int32
+}
+
+/// A command's name, one-line summary, and text after its options.
+public struct CommandConfiguration: Sendable {
+    public var commandName: String
+    public var abstract: String
+    public var discussion: String?
+
+    public init(commandName: String, abstract: String, discussion: String? = nil) {
+        self.commandName = commandName
+        self.abstract = abstract
+        self.discussion = discussion
+    }
+}
+
+extension ParsableCommand {
+    public func checkGiven() throws {}
+    public mutating func validate() throws {}
+
+    /// The command with `arguments` parsed and validated; throws a
+    /// ``UsageError`` for bad input and ``HelpRequested`` for `--help`.
+    public static func parse(_ arguments: [String]) throws -> Self {
+        var command = Self()
+        let declared = command.declarations
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            if argument == "--help" || argument == "-h" { throw HelpRequested(text: helpText) }
+            guard argument.hasPrefix("--") else { throw UsageError("unexpected argument \"\(argument)\" (see --help)") }
+            var name = String(argument.dropFirst(2))
+            var inline: String?
+            if let equals = name.firstIndex(of: "=") {
+                inline = String(name[name.index(after: equals)...])
+                name = String(name[..<equals])
+            }
+            guard let option = declared.first(where: { $0.name == name }) else { throw UsageError("unknown option --\(name) (see --help)") }
+            if let valueName = option.valueName {
+                if let inline {
+                    try option.take(inline)
+                } else {
+                    index += 1
+                    guard index < arguments.count else { throw UsageError("--\(name) needs a value \(valueName)") }
+                    try option.take(arguments[index])
+                }
+            } else {
+                guard inline == nil else { throw UsageError("--\(name) takes no value (given \"\(argument)\")") }
+                try option.take("")
+            }
+            index += 1
+        }
+        try command.checkGiven()
+        for option in declared { try option.convert() }
+        try command.validate()
+        return command
+    }
+
+    /// Every option and flag, in the order they are declared.
+    var declarations: [ArgumentDefinition] {
+        Mirror(reflecting: self).children.compactMap { ($0.value as? ArgumentDeclaration)?.definition }
+    }
+
+    /// The help: every option on lines that fit 80 columns.
+    public static var helpText: String {
+        let configuration = Self.configuration
+        var lines = wrap("\(configuration.commandName): \(configuration.abstract)", width: 80, indent: "  ") + ["", "Options:"]
+        for option in Self().declarations {
+            var left = "  --\(option.name)"
+            if let value = option.valueName { left += " \(value)" }
+            var right = option.help
+            // "(default: VALUE)" is kept on one line where it fits: its space is no break point then.
+            if let value = option.defaultText { right += " (default:" + (value.count < 38 ? "\u{0}" : " ") + "\(value))" }
+            if option.repeatable { right += " (repeatable)" }
+            let column = String(repeating: " ", count: 30)
+            let wrapped = wrap(right, width: 50, indent: "").map { String($0.map { $0 == "\u{0}" ? " " : $0 }) }
+            if left.count <= 28 {
+                lines.append(left + String(repeating: " ", count: 30 - left.count) + wrapped[0])
+            } else {
+                lines.append(left)
+                lines.append(column + wrapped[0])
+            }
+            lines += wrapped.dropFirst().map { column + $0 }
+        }
+        lines.append("  --help                      Show this help.")
+        if let discussion = configuration.discussion { lines += ["", discussion] }
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// `text` broken at spaces into lines of at most `width` characters (a
+/// longer word stands alone), continuation lines starting with `indent`.
+func wrap(_ text: String, width: Int, indent: String) -> [String] {
+    var lines: [String] = []
+    var line = ""
+    for word in text.split(separator: " ", omittingEmptySubsequences: false) {
+        let prefix = lines.isEmpty ? "" : indent
+        if !line.isEmpty, prefix.count + line.count + 1 + word.count > width {
+            lines.append(prefix + line)
+            line = String(word)
+        } else {
+            line += (line.isEmpty ? "" : " ") + word
+        }
+    }
+    lines.append((lines.isEmpty ? "" : indent) + line)
+    return lines
+}

@@ -1,0 +1,252 @@
+@preconcurrency import Glibc
+import FoundationEssentials
+import FrameRelay
+
+/// broadcast-sim's one command: its options, what they say together, and
+/// the broadcast (started, one sample per frame on a schedule that never
+/// blocks, paused and resumed, finished).
+struct BroadcastSim: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "broadcast-sim", abstract: "a ReplayKit-like broadcast extension that writes frames into an App Group's shared-memory ring",
+        discussion: "  --version                   Print the version.")
+
+    /// From frame `frame` on, this size (and format, orientation).
+    struct Switch {
+        var frame: UInt64
+        var width: Int
+        var height: Int
+        var format: PixelFormat?
+        var orientation: Orientation?
+    }
+
+    @Option("app-group", "NAME", help: "App Group shared with the host.", default: AppGroup.defaultName, transform: { text in
+        _ = try AppGroup(text)
+        return text
+    })
+    var appGroup = AppGroup.defaultName
+    @Option("source", "KIND", help: "pattern (synthetic screen), file (Y4M), or x11 (desktop capture).", default: "pattern", transform: { text in
+        guard ["pattern", "file", "x11"].contains(text) else { throw UsageError("invalid --source \"\(text)\": one of pattern, file, x11") }
+        return text
+    })
+    var requestedSource = "pattern"
+    @Option("content", "MODEL", help: "Screen content like real use instead of the pattern: " + ContentScreen.Content.allCases.map(\.rawValue).joined(separator: ", ") + ".", transform: { text in
+        guard let model = ContentScreen.Content(rawValue: text) else {
+            throw UsageError("invalid --content \"\(text)\": one of " + ContentScreen.Content.allCases.map(\.rawValue).joined(separator: ", "))
+        }
+        return model
+    })
+    var content: ContentScreen.Content?
+    @Option("file", "PATH", help: "Y4M file for --source file (loops at its end).") var file: String?
+    @Option("display", "DISPLAY", help: "X display for --source x11 (default $DISPLAY).") var display: String?
+    @Option("size", "WxH", help: "Picture size for the synthetic screen.", default: "1280x720", transform: { try parseSize($0, option: "size") })
+    var size = (width: 1280, height: 720)
+    @Option("preset", "DEVICE", help: "Device screen size: " + DevicePreset.allCases.map(\.rawValue).joined(separator: ", ") + ".", transform: { text in
+        guard let device = DevicePreset(rawValue: text) else {
+            throw UsageError("unknown --preset \"\(text)\": one of " + DevicePreset.allCases.map(\.rawValue).joined(separator: ", "))
+        }
+        return device
+    })
+    var preset: DevicePreset?
+    @Option("fps", "N", in: 1...1000, help: "Frames per second, 1...1000.") var fps = 30.0
+    @Option("format", "FMT", help: "Pixel format: bgra, nv12, i420, jpeg.", default: "nv12", transform: { text in
+        guard let format = PixelFormat(name: text) else { throw UsageError("invalid --format \"\(text)\": one of bgra, nv12, i420, jpeg") }
+        return format
+    })
+    var format = PixelFormat.nv12
+    @Option("orientation", "O", help: "Orientation the frames are marked with: " + Orientation.allCases.map(\.description).joined(separator: ", ") + ".", default: "up", transform: { text in
+        guard let orientation = Orientation(name: text) else {
+            throw UsageError("invalid --orientation \"\(text)\": one of " + Orientation.allCases.map(\.description).joined(separator: ", "))
+        }
+        return orientation
+    })
+    var orientation = Orientation.up
+    @Option("frames", "N", in: 1...UInt64.max, help: "Stop after N frames.") var frames: UInt64?
+    @Option("duration", "SECONDS", in: 0.001...1e9, help: "Stop after this many seconds.") var duration: Double?
+    @Option("pause", "AT:FOR", help: "Pause at AT seconds for FOR seconds. SIGUSR1 toggles pause live.", transform: parsePause)
+    var pauses: [(at: Double, length: Double)] = []
+    @Option("switch", "FRAME:WxH[:FMT[:O]]", help: "From FRAME on, send this size (and format, orientation).", transform: parseSwitch)
+    var switches: [Switch] = []
+    @Flag("checksum", help: "Store a payload checksum with each frame (the host can verify it).") var checksum
+    @Option("report", "PATH", help: "Write counters as JSON here at exit.") var statsPath: String?
+    @Flag("exit-with-parent", help: "Finish when the process that started this one exits (as frame-relay demo and load-test run it).") var exitWithParent
+    @Flag("quiet", help: "No log lines.") var quiet
+
+    /// Where frames come from: --source, or file when only --file is given.
+    private(set) var source = "pattern"
+    /// The picture size to start with (--size or --preset).
+    private(set) var width = 1280
+    private(set) var height = 720
+
+    mutating func validate() throws {
+        (width, height) = size
+        if let preset {
+            guard !$size.isGiven else { throw UsageError("--size and --preset both set the picture size: give one") }
+            (width, height) = preset.size
+        }
+        // --file alone means --source file.
+        source = !$requestedSource.isGiven && $file.isGiven ? "file" : requestedSource
+        if source == "file", file == nil { throw UsageError("--source file needs --file PATH") }
+        if source != "file", $file.isGiven { throw UsageError("--file is for --source file, not --source \(source)") }
+        if source != "x11", $display.isGiven { throw UsageError("--display is for --source x11, not --source \(source)") }
+        if content != nil, source != "pattern" { throw UsageError("--content draws the screen itself: not with --source \(source)") }
+        if let statsPath { try OutputFile.check(statsPath, option: "report") }
+    }
+
+    func makeSource(width: Int, height: Int, format: PixelFormat, orientation: Orientation) throws -> FrameSource {
+        switch source {
+        case "file": return try Y4MFileSource(path: file!)
+        case "x11": return try X11Capture(display: display)
+        default:
+            // Drawn straight in the format sent when nothing else is to be done; rotation works on I420 or BGRA.
+            let drawn: PixelFormat = format == .bgra ? .bgra : (format == .nv12 && orientation == .up ? .nv12 : .i420)
+            if let content = content { return try ContentScreen(content, width: width, height: height, format: drawn) }
+            return try SyntheticScreen(width: width, height: height, format: drawn)
+        }
+    }
+
+    func run() throws -> Int32 {
+        let s = self
+        Signals.resetInherited()
+        signal(SIGUSR1) { _ in pauseToggles.wrappingAdd(1, ordering: .relaxed) }
+        // A closed terminal (SIGHUP) ends the broadcast as Ctrl-C does; a closed stderr pipe is no reason to die.
+        for stop in [SIGINT, SIGTERM, SIGHUP] { signal(stop) { _ in stopSignals.wrappingAdd(1, ordering: .relaxed) } }
+        signal(SIGPIPE, SIG_IGN)
+        if s.exitWithParent, try !Signals.stopWithParent() { return 1 }
+
+        var width = s.width, height = s.height, format = s.format, orientation = s.orientation
+        var source = try makeSource(width: width, height: height, format: format, orientation: orientation)
+        width = source.width
+        height = source.height
+        // Room for the largest frame this run will send, in any format it switches to.
+        var largest = 0
+        var geometries = [(width, height, format)] + s.switches.map { ($0.width, $0.height, $0.format ?? format) }
+        if s.source != "pattern" { geometries = [(width, height, format)] }
+        for (w, h, f) in geometries {
+            // Either way round: a turned picture is stored with width and height swapped.
+            for (a, b) in [(w, h), (h, w)] {
+                largest = max(largest, try PixelBuffer.capacity(width: a, height: b, format: f))
+            }
+        }
+        let handler = SimulatedExtension(group: s.appGroup, slotCapacity: largest)
+        handler.checksums = s.checksum
+        try handler.broadcastStarted(setupInfo: ["source": s.source, "size": "\(width)x\(height)", "format": "\(format)", "fps": "\(s.fps)"])
+        if !s.quiet { log("started \(s.appGroup) → /dev/shm\(try AppGroup(s.appGroup).sharedMemoryName) \(width)x\(height) \(format) \(orientation) at \(s.fps) fps from \(s.source)") }
+
+        var formatter = FrameFormatter(format: format, orientation: orientation)
+        var pendingSwitches = s.switches.sorted { $0.frame < $1.frame }[...]
+        let interval = UInt64(1e9 / s.fps)
+        let start = MonotonicClock.now()
+        var deadline = start
+        var number: UInt64 = 0
+        var published: UInt64 = 0
+        var warnedNoHost = false
+        let startedAt = MonotonicClock.now()
+        var paused = false
+        var seenToggles = 0
+        var pausedUntil: Double?
+        var pauses = s.pauses.sorted { $0.at < $1.at }[...]
+        var stopReason = "done"
+        var lastRingFailure: String?
+        var recreationsLogged = 0
+
+        loop: while true {
+            if stopSignals.load(ordering: .relaxed) > 0 { stopReason = "signal"; break }
+            let elapsed = Double(MonotonicClock.now() &- start) / 1e9
+            if let duration = s.duration, elapsed >= duration { break }
+            if let frames = s.frames, number >= frames { break }
+            // Pause and resume: the schedule and SIGUSR1.
+            let toggles = pauseToggles.load(ordering: .relaxed)
+            var wantPaused = paused
+            if toggles != seenToggles { seenToggles = toggles; wantPaused.toggle(); pausedUntil = nil }
+            if let next = pauses.first, elapsed >= next.at { pauses.removeFirst(); wantPaused = true; pausedUntil = next.at + next.length }
+            if let until = pausedUntil, elapsed >= until { wantPaused = false; pausedUntil = nil }
+            if wantPaused != paused {
+                paused = wantPaused
+                if paused { handler.broadcastPaused() } else { handler.broadcastResumed() }
+                if !s.quiet { log(paused ? "paused" : "resumed") }
+            }
+            if paused {
+                MonotonicClock.sleep(nanoseconds: 10_000_000)
+                deadline = MonotonicClock.now()
+                continue
+            }
+            if let change = pendingSwitches.first, number >= change.frame {
+                pendingSwitches.removeFirst()
+                format = change.format ?? format
+                orientation = change.orientation ?? orientation
+                source = try makeSource(width: change.width, height: change.height, format: format, orientation: orientation)
+                formatter = FrameFormatter(format: format, orientation: orientation)
+                if !s.quiet { log("switched to \(change.width)x\(change.height) \(format) \(orientation) at frame \(number)") }
+            }
+            MonotonicClock.sleep(until: deadline)
+            let captureTime = MonotonicClock.now()
+            guard let upright = try source.nextFrame(number: number) else { break }
+            let buffer = try formatter.format(upright)
+            switch handler.processSample(buffer, frameNumber: number, captureTime: captureTime, orientation: orientation) {
+            case .published: published += 1
+            case .stopRequested: stopReason = "host asked to stop"; break loop
+            case .tooLarge: throw UsageError("frame \(number) (\(buffer.byteCount) bytes) does not fit the ring")
+            case .ringFailed(let reason):
+                if reason != lastRingFailure, !s.quiet { log("frame \(number) not sent: the ring was damaged and could not be made anew: \(reason)") }
+                lastRingFailure = reason
+            case .throttled, .ignored: break
+            }
+            if let ring = handler.ring, ring.recreations != recreationsLogged {
+                recreationsLogged = ring.recreations
+                lastRingFailure = nil
+                if !s.quiet, recreationsLogged <= 10 || recreationsLogged.isMultiple(of: 100) {
+                    log("ring damaged by another process (\(ring.lastRecreation ?? "")); made a fresh one (\(recreationsLogged) so far)")
+                }
+            }
+            if !warnedNoHost, !s.quiet, published > 0, MonotonicClock.now() &- startedAt >= 3_000_000_000, (handler.ring?.framesTaken ?? 0) == 0 {
+                warnedNoHost = true
+                log("no host has taken a frame from \(s.appGroup) in 3 s: is frame-relay running with --app-group \(s.appGroup)? (frames are dropped until one attaches)")
+            }
+            number += 1
+            deadline &+= interval
+            let now = MonotonicClock.now()
+            if now > deadline &+ interval { deadline = now }  // fell behind: never queue up
+        }
+        let counters = handler.ring?.counters ?? (written: 0, dropped: 0)
+        let taken = handler.ring?.framesTaken ?? 0
+        handler.broadcastFinished()
+        if !s.quiet { log("finished (\(stopReason)): \(number) frames, \(counters.written) written, \(counters.dropped) dropped, \(handler.throttled) throttled") }
+        if let path = s.statsPath {
+            let stats = ProducerStats(
+                frames: number, written: counters.written, dropped: counters.dropped, takenByHost: taken,
+                throttled: handler.throttled, maxSampleMicros: Double(handler.maxSampleNanoseconds) / 1000,
+                peakRSSBytes: peakRSSBytes(), stopReason: stopReason, slotCapacity: largest,
+                ringsRecreated: handler.ring?.recreations ?? 0)
+            try OutputFile.write(String(decoding: try JSONEncoder().encode(stats), as: UTF8.self), to: path)
+        }
+        return 0
+    }
+}
+
+/// `--pause AT:FOR`, in seconds.
+private func parsePause(_ text: String) throws -> (at: Double, length: Double) {
+    let parts = text.split(separator: ":").map { Double($0) }
+    guard parts.count == 2, let at = parts[0], let length = parts[1], (0...1e9).contains(at), length > 0, length <= 1e9 else {
+        throw UsageError("invalid --pause \"\(text)\": expected AT:FOR in seconds (0...1e9), for example 2:1.5")
+    }
+    return (at, length)
+}
+
+/// `--switch FRAME:WxH[:FORMAT[:ORIENTATION]]`.
+private func parseSwitch(_ text: String) throws -> BroadcastSim.Switch {
+    let parts = text.split(separator: ":").map(String.init)
+    guard (2...4).contains(parts.count), let frame = UInt64(parts[0]) else {
+        throw UsageError("invalid --switch \"\(text)\": expected FRAME:WxH[:FORMAT[:ORIENTATION]]")
+    }
+    let size = try parseSize(parts[1], option: "switch")
+    var change = BroadcastSim.Switch(frame: frame, width: size.width, height: size.height)
+    if parts.count > 2 {
+        guard let format = PixelFormat(name: parts[2]) else { throw UsageError("invalid format in --switch \"\(text)\"") }
+        change.format = format
+    }
+    if parts.count > 3 {
+        guard let orientation = Orientation(name: parts[3]) else { throw UsageError("invalid orientation in --switch \"\(text)\"") }
+        change.orientation = orientation
+    }
+    return change
+}

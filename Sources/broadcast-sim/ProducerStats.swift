@@ -1,0 +1,27 @@
+import FoundationEssentials
+
+/// Counters written by --report.
+struct ProducerStats: Codable {
+    var frames: UInt64
+    var written: UInt64
+    var dropped: UInt64
+    var takenByHost: UInt64
+    var throttled: UInt64
+    var maxSampleMicros: Double
+    var peakRSSBytes: Int
+    var stopReason: String
+    var slotCapacity: Int
+    /// Rings made anew after another process damaged, shrank or unlinked the ring.
+    var ringsRecreated: Int
+}
+
+/// VmHWM: the most resident memory this process has had, ring mapping included.
+func peakRSSBytes() -> Int {
+    guard let data = FileManager.default.contents(atPath: "/proc/self/status") else { return 0 }
+    let status = String(decoding: data, as: UTF8.self)
+    for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+        let kb = line.split(separator: " ").compactMap { Int($0) }.first ?? 0
+        return kb * 1024
+    }
+    return 0
+}

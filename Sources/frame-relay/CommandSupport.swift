@@ -1,0 +1,46 @@
+@preconcurrency import Glibc
+import Foundation
+import FrameRelay
+
+/// What the subcommands share: the log line, output checks, listen
+/// addresses, and finding the package's other executables.
+
+func log(_ message: String) {
+    FileHandle.standardError.write(Data("frame-relay: \(message)\n".utf8))
+}
+
+/// Checks every output file the options name (see ``OutputFile/check(_:option:)``),
+/// and that no file is named twice.
+func checkOutputs(_ outputs: [(option: String, paths: [String])]) throws {
+    var seen: [String: String] = [:]
+    for (option, paths) in outputs {
+        for path in paths {
+            try OutputFile.check(path, option: option)
+            var info = stat()
+            if stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFCHR { continue }  // /dev/null takes any number
+            let key = URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
+            if let earlier = seen[key] { throw UsageError("\(path) is named by --\(earlier) and --\(option): give each output its own file") }
+            seen[key] = option
+        }
+    }
+}
+
+/// Parses `PORT` or `ADDRESS:PORT` for a listening socket (loopback by default).
+func parseListenAddress(_ text: String) throws -> ListenAddress {
+    let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+    let address = parts.count == 2 ? String(parts[0]) : "127.0.0.1"
+    guard parts.count <= 2, let port = Int(parts.last ?? ""), (1...65535).contains(port) else {
+        throw UsageError("invalid --http \"\(text)\": expected PORT or ADDRESS:PORT with a port in 1...65535")
+    }
+    return ListenAddress(address: address.isEmpty ? "127.0.0.1" : address, port: port)
+}
+
+/// Another of this package's executables, from the directory this one was started from.
+func siblingExecutable(_ name: String) throws -> URL {
+    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+    let me = length > 0 ? String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
+    let url = URL(fileURLWithPath: me).deletingLastPathComponent().appendingPathComponent(name)
+    guard access(url.path, X_OK) == 0 else { throw UsageError("\(name) not found next to frame-relay (\(url.path)); build the package first") }
+    return url
+}

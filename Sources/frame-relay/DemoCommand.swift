@@ -1,0 +1,100 @@
+@preconcurrency import Glibc
+import Foundation
+import FrameRelay
+
+/// `frame-relay demo`: starts broadcast-sim (synthetic screen, or the X11
+/// desktop) and the host with live stats, and ends both on Ctrl-C.
+struct Demo: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "frame-relay demo", abstract: "run a broadcast-sim producer and the host together, with live stats")
+
+    @Option("source", "KIND", help: "pattern (synthetic screen) or x11 (the desktop in $DISPLAY).", default: "pattern", transform: { text in
+        guard ["pattern", "x11"].contains(text) else { throw UsageError("invalid --source \"\(text)\": one of pattern, x11") }
+        return text
+    })
+    var source = "pattern"
+    @Option("size", "WxH", help: "Picture size of the synthetic screen.", default: "1280x720", transform: { try parseSize($0, option: "size") })
+    var size = (width: 1280, height: 720)
+    @Option("fps", "N", in: 1...1000, help: "Frames per second.") var fps = 30.0
+    @Option("format", "FMT", help: "Pixel format the producer sends.", default: "nv12", transform: { text in
+        guard let format = PixelFormat(name: text) else { throw UsageError("invalid --format \"\(text)\": one of bgra, nv12, i420, jpeg") }
+        return format
+    })
+    var format = PixelFormat.nv12
+    @Option("app-group", "NAME", help: "App Group both sides use.", default: AppGroup.defaultName, transform: { try AppGroup($0) })
+    var group = AppGroup.default
+    @Option("duration", "SECONDS", in: 0.001...1e9, help: "Stop after this many seconds (default: until Ctrl-C).") var duration: Double?
+    @Option("report", "PATH", help: "Write the host's statistics as JSON here at exit.") var report: String?
+    @Option("trace", "PATH", help: "Write one JSON line per frame with its time at every stage (CLOCK_MONOTONIC ns).") var trace: String?
+    @Option("keyframe-interval", "SECONDS", in: 0...3600, help: "Periodic keyframes (0: only when a receiver or viewer asks).") var keyframeInterval = 3.0
+    @Option("http", "[ADDRESS:]PORT", help: "Where the live viewer listens (loopback unless an address is given).", default: "8080", transform: parseListenAddress)
+    var http = ListenAddress(port: 8080)
+    @Option("rtp", "HOST:PORT", help: "Also stream RTP here (RTCP to PORT+1), with an SDP in demo.sdp.", transform: { try Destination($0) })
+    var rtp: Destination?
+    @Flag("janus", help: "Start a Janus of our own (Debian's janus) and stream into it, for WebRTC viewers.") var janus
+    @Option("janus-port", "PORT", in: 1...65535, help: "Port of that Janus's HTTP API (default: a free one).") var janusPort: Int?
+
+    func validate() throws {
+        try checkOutputs([("report", report.map { [$0] } ?? []), ("trace", trace.map { [$0] } ?? [])])
+        if rtp != nil { try OutputFile.check("demo.sdp", option: "rtp") }
+    }
+
+    func checkGiven() throws {
+        if $janusPort.isGiven, !$janus.isGiven { throw UsageError("--janus-port needs --janus") }
+    }
+
+    func run() throws -> Int32 {
+        let simulator = try siblingExecutable("broadcast-sim")
+        // Janus listens where the viewer does: on loopback, or everywhere for viewers on other machines.
+        let janusServer = janus ? try JanusServer(address: http.address == "127.0.0.1" ? "127.0.0.1" : "0.0.0.0", port: janusPort) : nil
+        defer { janusServer?.stop() }
+        let producer = Process()
+        producer.executableURL = simulator
+        producer.arguments = [
+            "--app-group", group.name, "--source", source, "--size", "\(size.width)x\(size.height)",
+            "--fps", "\(fps)", "--format", "\(format)", "--exit-with-parent",
+        ]
+        var encoding = SharePipeline.Options()
+        encoding.settings.keyframeInterval = keyframeInterval
+        var settings = Host.Configuration(groups: [group])
+        settings.encoding = [encoding]
+        settings.duration = duration
+        settings.reportPath = report
+        settings.http = http
+        settings.tracePath = trace
+        // Janus alone needs no options here: the host makes a session for each mountpoint.
+        if let rtp {
+            var options = RTPSession.Options()
+            options.destinations = [rtp]
+            settings.streaming = [options]
+            settings.sdpPaths = ["demo.sdp"]
+        }
+        if let janusServer {
+            log("demo: Janus (pid \(janusServer.pid)) at \(janusServer.url)")
+            settings.janus = [JanusStreaming(url: janusServer.url)]
+        }
+        // Whatever happens to the host, the producer ends with it (and removes its ring).
+        defer {
+            if producer.isRunning { kill(producer.processIdentifier, SIGTERM) }
+            if producer.processIdentifier != 0 { producer.waitUntilExit() }
+        }
+        var producerEnded = false
+        // The producer starts once the viewer's port and the RTP socket are bound, so a taken port fails first.
+        let status = try Host(settings, log: log).run(shouldStop: {
+            producerEnded = !producer.isRunning
+            return stopSignals.load(ordering: .relaxed) > 0 || producerEnded
+        }, onReady: {
+            try producer.run()
+            log("demo: broadcast-sim (pid \(producer.processIdentifier)) → \(group) → host; Ctrl-C to stop")
+            if let rtp { log("demo: RTP to \(rtp); play it with: ffplay -protocol_whitelist file,udp,rtp demo.sdp") }
+        })
+        guard producerEnded else { return status }
+        // The producer stopped on its own: its error line is above; say how it ended.
+        producer.waitUntilExit()
+        if producer.terminationReason == .uncaughtSignal {
+            log("error: broadcast-sim was killed by signal \(producer.terminationStatus)")
+            return 1
+        }
+        if producer.terminationStatus != 0 { log("error: broadcast-sim exited with status \(producer.terminationStatus)") }
+        return producer.terminationStatus == 0 ? status : 1
+    }
+}

@@ -1,0 +1,107 @@
+@preconcurrency import Glibc
+import Foundation
+import FrameRelay
+
+/// `frame-relay load-test`: N broadcast-sim producers into one host, each
+/// share encoded; reports per share and in total, and in ramp mode finds the
+/// largest N that holds the objective.
+struct LoadTest: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "frame-relay load-test", abstract: "many shares at once: frames, drops, fps, latency and CPU per share")
+
+    @Option("sessions", "N", in: 1...256, help: "Concurrent shares (producer processes), or the ramp's upper bound with --ramp.") var sessions = 4
+    @Option("hosts", "K", in: 1...64, help: "Host processes the shares are dealt to (1: this process hosts them all).") var hosts = 1
+    @Flag("ramp", help: "Find the largest number of shares that holds the objective (1, 2, 4, … then bisect).") var ramp
+    @Option("retries", "N", in: 0...10, help: "With --ramp, run a step that failed up to N more times before it counts as failed (one stall of the machine should not end the search).") var retries = 1
+    @Option("size", "WxH", help: "Picture size of every producer.", default: "1280x720", transform: { try parseSize($0, option: "size") })
+    var size = (width: 1280, height: 720)
+    @Option("fps", "N", in: 1...240, help: "Frames per second of every producer.") var fps = 15
+    @Option("format", "FMT", help: "Pixel format the producers send.", default: "nv12", transform: { text in
+        guard let format = PixelFormat(name: text) else { throw UsageError("invalid --format \"\(text)\"") }
+        return format
+    })
+    var format = PixelFormat.nv12
+    @Option("content", "MODEL", help: "What the screens show: pattern (a window moving every frame: the worst case) or a content model, "
+        + ContentScreen.Content.allCases.map(\.rawValue).joined(separator: ", ") + " (mixed: a scripted minute of real use).", default: "pattern", transform: { text in
+        guard text == "pattern" || ContentScreen.Content(rawValue: text) != nil else {
+            throw UsageError("invalid --content \"\(text)\": pattern or one of " + ContentScreen.Content.allCases.map(\.rawValue).joined(separator: ", "))
+        }
+        return text
+    })
+    var content = "pattern"
+    @Flag("encode-every-frame", help: "Encode every frame whole (default: only what changed).") var encodeEveryFrame
+    @Option("bitrate", "KBPS", in: 1...100_000, help: "VP8 bitrate per share.") var bitrate = 1500
+    @Option("duration", "SECONDS", in: 1...3600, help: "Length of each step.") var duration = 10.0
+    @Option("max-drop-percent", "PCT", in: 0...100, help: "Objective: drops below this on every share.") var maxDropPercent = 1.0
+    @Option("max-p99-ms", "MS", in: 0.1...100_000, help: "Objective: capture→encoded p99 below this on every share.") var maxP99Milliseconds = 100.0
+    @Option("report", "PATH", help: "JSON report.") var report = "load-test.json"
+    @Option("html", "PATH", help: "HTML report with SVG charts.") var html = "load-test.html"
+    @Option("janus", "URL", help: "Stream every share into this Janus (shares dealt across several) and watch it over WebRTC.") var janus: [String] = []
+    @Option("viewers", "M", in: 1...64, help: "With --janus, WebRTC viewers (scripts/webrtc-viewer) on each share.") var viewers = 1
+    @Option("viewer", "PATH", help: "The WebRTC viewer script (default: scripts/webrtc-viewer of this checkout).") var viewer: String?
+
+    func checkGiven() throws {
+        if $retries.isGiven, !$ramp.isGiven { throw UsageError("--retries needs --ramp") }
+        if !$janus.isGiven, let given = ([$viewers, $viewer] as [any OptionPresence]).first(where: \.isGiven) { throw UsageError("--\(given.name) needs --janus URL") }
+    }
+
+    func validate() throws {
+        try checkOutputs([("report", [report]), ("html", [html])])
+        for url in janus { _ = try janusURL(url) }
+    }
+
+    func run() throws -> Int32 {
+        let simulator = try siblingExecutable("broadcast-sim")
+        let viewerScript = janus.isEmpty ? nil : try LoadTestViewers.findScript(viewer)
+        let objective = LoadTestReport.Objective(maxDropPercent: maxDropPercent, maxP99Milliseconds: maxP99Milliseconds)
+        let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        var results = LoadTestReport(size: "\(size.width)x\(size.height)", framesPerSecond: fps, format: "\(format)", cores: cores, hosts: hosts, objective: objective)
+
+        func step(_ count: Int) throws -> LoadTestReport.Step {
+            log("load-test: \(count) shares for \(fixed(duration, 0)) s…")
+            let watch = viewerScript.map { (janus: janus, viewers: viewers, script: $0) }
+            let result = try runStep(count, simulator: simulator, hosts: min(hosts, count), size: size, fps: fps, format: format, content: content, bitrate: bitrate,
+                                     encodeEveryFrame: encodeEveryFrame, duration: duration, report: results, watch: watch)
+            log("load-test: \(count) shares \(result.passed ? "held" : "did not hold"): drops \(fixed(result.dropPercent, 2)) %, p99 \(fixed(result.p99Milliseconds, 1)) ms, \(fixed(result.fps, 1)) fps in total")
+            return result
+        }
+
+        /// Whether `count` shares hold: a step that fails is run again, up to
+        /// `retries` times, and holds if any run held (every run is in the report).
+        func holds(_ count: Int) throws -> Bool {
+            for attempt in 0...retries {
+                if attempt > 0 { log("load-test: \(count) shares again (try \(attempt + 1) of \(retries + 1))…") }
+                let result = try step(count)
+                results.steps.append(result)
+                if result.passed || stopSignals.load(ordering: .relaxed) > 0 { return result.passed }
+            }
+            return false
+        }
+
+        if ramp {
+            var passed = 0, failed: Int?
+            var n = 1
+            while n <= sessions {
+                let held = try holds(n)
+                if stopSignals.load(ordering: .relaxed) > 0 { break }
+                if held { passed = n } else { failed = n; break }
+                n = n == sessions ? sessions + 1 : min(n * 2, sessions)
+            }
+            while let fail = failed, fail - passed > 1, stopSignals.load(ordering: .relaxed) == 0 {
+                let middle = (passed + fail) / 2
+                if try holds(middle) { passed = middle } else { failed = middle }
+            }
+            results.maxSessionsHeld = passed
+        } else {
+            let result = try step(sessions)
+            results.steps.append(result)
+            results.maxSessionsHeld = result.passed ? sessions : 0
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        try OutputFile.write(String(decoding: try encoder.encode(results), as: UTF8.self), to: report)
+        try OutputFile.write(LoadTestHTML.render(results), to: html)
+        log("load-test: largest number of shares that held the objective: \(results.maxSessionsHeld); report \(report), \(html)")
+        return 0
+    }
+}
+

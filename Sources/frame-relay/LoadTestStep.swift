@@ -1,0 +1,95 @@
+@preconcurrency import Glibc
+import Foundation
+import FrameRelay
+
+// One step of a load test: its producers, its hosts, and what it measured.
+
+/// CPU seconds (user + system) a process has used, from /proc.
+func processCPUSeconds(_ pid: Int32) -> Double {
+    guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        let close = text.lastIndex(of: ")")
+    else { return 0 }
+    let fields = text[text.index(after: close)...].split(separator: " ")
+    guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
+func runStep(
+    _ count: Int, simulator: URL, hosts: Int, size: (width: Int, height: Int), fps: Int, format: PixelFormat, content: String = "pattern", bitrate: Int,
+    encodeEveryFrame: Bool = false, duration: Double, report: LoadTestReport,
+    watch: (janus: [String], viewers: Int, script: String)? = nil
+) throws -> LoadTestReport.Step {
+    let work = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("frame-relay-step-\(getpid())-\(count)-\(UInt32.random(in: 0...UInt32.max))")
+    try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: work) }
+    let viewers = watch.map { LoadTestViewers(count: $0.viewers, script: $0.script, work: work) }
+    defer { viewers?.terminateAll() }  // before the folder they write into goes
+    let groups = try (0..<count).map { try AppGroup("group.com.example.loadtest.s\($0)") }
+    var encoding = SharePipeline.Options()
+    encoding.settings.bitrateKbps = bitrate
+    encoding.settings.frameRate = fps
+    encoding.settings.concurrentEncoders = count
+    encoding.encodeEveryFrame = encodeEveryFrame
+    // The producers start once the hosts are up; the step's time counts from then.
+    var producers: [Process] = []
+    var start = MonotonicClock.now()
+    func startProducers() throws {
+        producers = try groups.map { group in
+            let process = Process()
+            process.executableURL = simulator
+            process.arguments = [
+                "--app-group", group.name, "--size", "\(size.width)x\(size.height)", "--fps", "\(fps)", "--format", "\(format)", "--exit-with-parent", "--quiet",
+            ] + (content == "pattern" ? [] : ["--content", content])
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            return process
+        }
+        start = MonotonicClock.now()
+    }
+    defer {
+        for process in producers where process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        for process in producers { process.waitUntilExit() }
+    }
+    var timeline: [LoadTestReport.Sample] = []
+    var finals: [ShareStats] = []
+    var nextSample = 1.0
+    var producerCPU: [Double] = Array(repeating: 0, count: count)
+    var viewerError: Error?
+    let traces: [URL]
+    (finals, traces) = try hostShares(groups, size: size, encoding: encoding, hosts: hosts, duration: duration, janus: watch?.janus ?? [], work: work, onReady: startProducers, onTick: { snapshots in
+        let elapsed = Double(MonotonicClock.now() - start) / 1e9
+        // Viewers join once the producers run and every mountpoint is open, and watch to the step's end.
+        if let viewers, elapsed >= 1, viewerError == nil {
+            do { try viewers.startIfReady(snapshots, seconds: duration - elapsed - 0.5) } catch { viewerError = error }
+        }
+        if elapsed >= nextSample {
+            nextSample += 1
+            timeline.append(LoadTestReport.Sample(
+                seconds: elapsed, fps: snapshots.map(\.fps), p99Milliseconds: snapshots.map { ($0.recentCaptureToEncoded?.p99 ?? 0) / 1000 }))
+            producerCPU = producers.map { processCPUSeconds($0.processIdentifier) }
+        }
+    })
+    let seconds = Double(MonotonicClock.now() - start) / 1e9
+    if let viewerError { throw UsageError("load-test: cannot start the WebRTC viewers: \(viewerError)") }
+    let watched = viewers?.results(names: groups.map(\.name), traces: traces) ?? groups.map { _ in nil }
+    let shares = zip(zip(finals, producerCPU), watched).map { pair, viewed in
+        let (share, cpu) = pair
+        let written = share.totalWritten
+        let dropped = share.totalDropped
+        return LoadTestReport.Share(
+            appGroup: share.appGroup, framesIn: written, framesOut: share.encoded?.frames ?? 0, framesSkipped: share.encoded?.skipped ?? 0,
+            dropPercent: written == 0 ? 100 : Double(dropped) / Double(written) * 100,
+            fps: Double((share.encoded?.frames ?? 0) + (share.encoded?.skipped ?? 0)) / seconds,
+            p50Milliseconds: (share.encoded?.captureToEncoded.p50 ?? 0) / 1000, p99Milliseconds: (share.encoded?.captureToEncoded.p99 ?? 0) / 1000,
+            hostCPUPercent: share.cpuSeconds / seconds * 100, producerCPUPercent: cpu / seconds * 100, latency: share.encoded?.captureToEncodedBins ?? [],
+            viewers: viewed)
+    }
+    let framesIn = shares.map(\.framesIn).reduce(0, +), framesOut = shares.map(\.framesOut).reduce(0, +)
+    let totalWritten = Double(framesIn)
+    let dropped = finals.map { Double($0.totalDropped) }.reduce(0, +)
+    return LoadTestReport.Step(
+        sessions: count, seconds: seconds, passed: report.holds(shares), shares: shares, framesIn: framesIn, framesOut: framesOut,
+        dropPercent: totalWritten == 0 ? 100 : dropped / totalWritten * 100, fps: shares.map(\.fps).reduce(0, +),
+        p50Milliseconds: shares.map(\.p50Milliseconds).max() ?? 0, p99Milliseconds: shares.map(\.p99Milliseconds).max() ?? 0,
+        hostCPUPercent: shares.map(\.hostCPUPercent).reduce(0, +), timeline: timeline)
+}

@@ -1,0 +1,71 @@
+import Foundation
+import FrameRelay
+
+/// `frame-relay receive`: a VP8 RTP receiver that decodes with libvpx,
+/// recovers with NACK and PLI, and reads the frame numbers stamped into
+/// the pictures: the viewer's side of the measurement.
+struct Receive: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "frame-relay receive", abstract: "receive, decode and check a VP8 RTP stream")
+
+    @Option("port", "PORT", in: 1...65534, help: "RTP port to listen on (RTCP on the next one).") var port = 5004
+    @Option("address", "IP", help: "Local IPv4 address to bind.") var address = "127.0.0.1"
+    @Option("duration", "SECONDS", in: 0.001...1e6, help: "Receive for this long.") var duration = 10.0
+    @Option("frames", "N", in: 1...UInt64.max, help: "Stop after N decoded frames.") var frames: UInt64?
+    @Option("idle", "SECONDS", in: 0.05...1e6, help: "Stop once the stream, after its first packet, has been silent this long.") var idle: Double?
+    @Option("report", "PATH", help: "Write the receiver's counters as JSON here.") var report: String?
+    @Option("captures", "PATH", help: "JSON lines with each frame's capture time (a host --trace): adds glass-to-glass latency and loss.") var captures: String?
+    @Option("arrivals", "PATH", help: "Write one line per decoded frame: frame number and decode time (CLOCK_MONOTONIC ns).") var arrivalsPath: String?
+    @Flag("quiet", help: "No summary line.") var quiet
+
+    func validate() throws {
+        try checkOutputs([("report", report.map { [$0] } ?? []), ("arrivals", arrivalsPath.map { [$0] } ?? [])])
+        var ipv4 = in_addr()
+        guard inet_pton(AF_INET, address, &ipv4) == 1 else {
+            throw UsageError("invalid --address \"\(address)\": expected a local IPv4 address such as 127.0.0.1 or 0.0.0.0")
+        }
+    }
+
+    func run() throws -> Int32 {
+        let idle = idle.map { UInt64($0 * 1e9) }
+        let receiver: RTPReceiver
+        do {
+            receiver = try RTPReceiver(port: port, address: address)
+        } catch let error as SystemError where error.code == .addressInUse {
+            throw UsageError("port \(port) (or \(port + 1) for RTCP) is already in use")
+        }
+        var arrivals: [(frame: UInt64, time: UInt64)] = []
+        arrivals.reserveCapacity(1 << 16)
+        receiver.onPicture = { number, _ in
+            if let number { arrivals.append((number, MonotonicClock.now())) }
+        }
+        let deadline = MonotonicClock.now() + UInt64(duration * 1e9)
+        receiver.run(until: deadline) {
+            if stopSignals.load(ordering: .relaxed) > 0 { return true }
+            if let frames, receiver.stats.framesDecoded >= frames { return true }
+            if let idle, let last = receiver.lastPacketTime, MonotonicClock.now() &- last >= idle { return true }
+            return false
+        }
+        let stats = receiver.stats
+        var summary = ReceiveReport(stats: stats)
+        if let path = captures {
+            summary.match(arrivals: arrivals, captures: try ReceiveReport.captureTimes(jsonLines: path))
+            if let g2g = summary.glassToGlass, !quiet {
+                log("glass-to-glass p50 \(fixed(g2g.p50 / 1000, 2)) ms p99 \(fixed(g2g.p99 / 1000, 2)) ms over \(summary.matched) frames, \(summary.missing) missing")
+            }
+        }
+        if let path = arrivalsPath {
+            try OutputFile.write(arrivals.map { "{\"frame\":\($0.frame),\"decoded\":\($0.time)}\n" }.joined(), to: path)
+        }
+        if !quiet {
+            log("received \(stats.packets) packets, \(stats.framesDecoded) frames decoded (\(stats.width)x\(stats.height)), \(stats.framesLost) lost, "
+                + "\(stats.keyframes) keyframes, \(stats.nacksSent) NACKs and \(stats.plisSent) PLIs sent, \(stats.decodeErrors) decode errors, "
+                + "stamps \(stats.firstStamp.map(String.init) ?? "-")…\(stats.lastStamp.map(String.init) ?? "-") (\(stats.stampsOutOfOrder) out of order)")
+        }
+        if let path = report {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            try OutputFile.write(String(decoding: try encoder.encode(summary), as: UTF8.self), to: path)
+        }
+        return 0
+    }
+}

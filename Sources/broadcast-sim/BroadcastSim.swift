@@ -48,17 +48,8 @@ struct BroadcastSim: ParsableCommand {
     })
     var preset: DevicePreset?
     @Option("fps", "N", in: 1...1000, help: "Frames per second, 1...1000.") var fps = 30.0
-    @Option("format", "FMT", help: "Pixel format: bgra, nv12, i420, jpeg.", default: "nv12", transform: { text in
-        guard let format = PixelFormat(name: text) else { throw UsageError("invalid --format \"\(text)\": one of bgra, nv12, i420, jpeg") }
-        return format
-    })
-    var format = PixelFormat.nv12
-    @Option("orientation", "O", help: "Orientation the frames are marked with: " + Orientation.allCases.map(\.description).joined(separator: ", ") + ".", default: "up", transform: { text in
-        guard let orientation = Orientation(name: text) else {
-            throw UsageError("invalid --orientation \"\(text)\": one of " + Orientation.allCases.map(\.description).joined(separator: ", "))
-        }
-        return orientation
-    })
+    @Option("format", "FMT", help: "Pixel format: bgra, nv12, i420, jpeg.") var format = PixelFormat.nv12
+    @Option("orientation", "O", help: "Orientation the frames are marked with: " + Orientation.allCases.map(\.description).joined(separator: ", ") + ".")
     var orientation = Orientation.up
     @Option("frames", "N", in: 1...UInt64.max, help: "Stop after N frames.") var frames: UInt64?
     @Option("duration", "SECONDS", in: 0.001...1e9, help: "Stop after this many seconds.") var duration: Double?

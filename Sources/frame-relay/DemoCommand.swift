@@ -15,11 +15,7 @@ struct Demo: ParsableCommand {
     @Option("size", "WxH", help: "Picture size of the synthetic screen.", default: "1280x720", transform: { try parseSize($0, option: "size") })
     var size = (width: 1280, height: 720)
     @Option("fps", "N", in: 1...1000, help: "Frames per second.") var fps = 30.0
-    @Option("format", "FMT", help: "Pixel format the producer sends.", default: "nv12", transform: { text in
-        guard let format = PixelFormat(name: text) else { throw UsageError("invalid --format \"\(text)\": one of bgra, nv12, i420, jpeg") }
-        return format
-    })
-    var format = PixelFormat.nv12
+    @Option("format", "FMT", help: "Pixel format the producer sends.") var format = PixelFormat.nv12
     @Option("app-group", "NAME", help: "App Group both sides use.", default: AppGroup.defaultName, transform: { try AppGroup($0) })
     var group = AppGroup.default
     @Option("duration", "SECONDS", in: 0.001...1e9, help: "Stop after this many seconds (default: until Ctrl-C).") var duration: Double?

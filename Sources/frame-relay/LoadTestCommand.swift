@@ -15,11 +15,7 @@ struct LoadTest: ParsableCommand {
     @Option("size", "WxH", help: "Picture size of every producer.", default: "1280x720", transform: { try parseSize($0, option: "size") })
     var size = (width: 1280, height: 720)
     @Option("fps", "N", in: 1...240, help: "Frames per second of every producer.") var fps = 15
-    @Option("format", "FMT", help: "Pixel format the producers send.", default: "nv12", transform: { text in
-        guard let format = PixelFormat(name: text) else { throw UsageError("invalid --format \"\(text)\"") }
-        return format
-    })
-    var format = PixelFormat.nv12
+    @Option("format", "FMT", help: "Pixel format the producers send.") var format = PixelFormat.nv12
     @Option("content", "MODEL", help: "What the screens show: pattern (a window moving every frame: the worst case) or a content model, "
         + ContentScreen.Content.allCases.map(\.rawValue).joined(separator: ", ") + " (mixed: a scripted minute of real use).", default: "pattern", transform: { text in
         guard text == "pattern" || ContentScreen.Content(rawValue: text) != nil else {

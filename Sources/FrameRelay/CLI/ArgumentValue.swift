@@ -27,3 +27,14 @@ extension String: ArgumentValue {
     public init?(argument: String) { self = argument }
     public static var expectation: String { "text" }
 }
+
+/// Named values: the spelling is the name, and errors list them all.
+extension PixelFormat: ArgumentValue {
+    public init?(argument: String) { self.init(name: argument) }
+    public static var expectation: String { "one of " + allCases.map(\.description).joined(separator: ", ") }
+}
+
+extension Orientation: ArgumentValue {
+    public init?(argument: String) { self.init(name: argument) }
+    public static var expectation: String { "one of " + allCases.map(\.description).joined(separator: ", ") }
+}

@@ -20,11 +20,13 @@ final class BenchmarkRunner {
         results += try body()
     }
 
-    var table: String {
+    /// The results as a table: name, value (the median over runs) and, after several runs, their range.
+    static func table(_ results: [BenchmarkResult]) -> String {
         let width = max(40, results.map(\.name.count).max() ?? 0)
         var lines = ["name".padding(toLength: width, withPad: " ", startingAt: 0) + "  " + "value".leftPad(12) + "  unit"]
         for r in results {
-            lines.append(r.name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + String(format: "%.3f", r.value).leftPad(12) + "  " + r.unit + (r.extra.map { "  (\($0))" } ?? ""))
+            let range = r.low.flatMap { low in r.high.map { "  [\(String(format: "%.3f", low))…\(String(format: "%.3f", $0))]" } } ?? ""
+            lines.append(r.name.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + String(format: "%.3f", r.value).leftPad(12) + "  " + r.unit + range + (r.extra.map { "  (\($0))" } ?? ""))
         }
         return lines.joined(separator: "\n")
     }

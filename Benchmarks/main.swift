@@ -12,7 +12,9 @@ struct Bench: ParsableCommand {
     @Option("filter", "TEXT", help: "Run only cases whose name contains TEXT.") var filter: String?
     @Option("output", "PATH", help: "Where to write the JSON results.") var output = "benchmarks.json"
     @Option("compare", "BASELINE", help: "A previous results JSON to compare against.") var compare: String?
-    @Option("threshold", "PCT", in: 0...10_000, help: "Allowed growth in percent before a case counts as a regression.") var threshold = 10.0
+    @Option("threshold", "PCT", in: 0...10_000, help: "How much worse than the baseline's worst run the best run may be, in percent, before a case counts as a regression.") var threshold = 10.0
+    @Flag("ratios-only", help: "With --compare, gate only the ratios measured side by side in one run (a baseline from another session: absolute times drift).") var ratiosOnly
+    @Option("repeat", "N", in: 1...20, help: "Run every case N times; each figure is the median, with the range of the runs (the gate uses it as the noise).") var repeats = 1
     @Option("clip", "PATH", help: "The shared desktop clip (Y4M, after xz -dk) for the encode cases.") var clip: String?
     @Flag("side-by-side", help: "Also run plain libvpx, ffmpeg, GStreamer and FrameRelay on the same frames into one receiver.") var runSideBySide
     @Option("side-fps", "N", in: 0...240, help: "Feed rate for --side-by-side (0: as fast as they go).") var sideFPS = 30.0
@@ -38,6 +40,34 @@ struct Bench: ParsableCommand {
     }
 
     func run() throws -> Int32 {
+        var runs: [[BenchmarkResult]] = []
+        for round in 1...repeats {
+            if repeats > 1 { FileHandle.standardError.write(Data("round \(round) of \(repeats)\n".utf8)) }
+            runs.append(try runOnce())
+        }
+        let results = BenchmarkResult.merge(runs)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        try OutputFile.write(String(decoding: try encoder.encode(results), as: UTF8.self), to: output)
+        // The table, then the gate's verdict: stdout is flushed first, so the two never interleave.
+        print(BenchmarkRunner.table(results))
+        fflush(stdout)
+        guard let baseline, let compare else { return 0 }
+        let outcome = BenchmarkGate(thresholdPercent: threshold, ratiosOnly: ratiosOnly).compare(results, baseline: baseline)
+        if !outcome.signed.isEmpty {
+            print("not compared (zero or signed values, no ratio): " + outcome.signed.joined(separator: ", "))
+        }
+        if !outcome.regressions.isEmpty {
+            fflush(stdout)
+            for line in outcome.regressions { FileHandle.standardError.write(Data("regression: \(line)\n".utf8)) }
+            return 1
+        }
+        print("no regression in \(outcome.compared) cases beyond their runs' spread and \(fixed(threshold, 1))% against \(compare)")
+        return 0
+    }
+
+    /// Every case the filter lets through, once.
+    private func runOnce() throws -> [BenchmarkResult] {
         let runner = BenchmarkRunner(quick: quick, filter: filter)
         try runner.run("ring.write") { try producerWriteCost(quick: runner.quick) }
         try runner.run("ring.handoff") { try handoffBetweenProcesses(quick: runner.quick) }
@@ -52,19 +82,7 @@ struct Bench: ParsableCommand {
                 }
             }
         }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        try OutputFile.write(String(decoding: try encoder.encode(runner.results), as: UTF8.self), to: output)
-        print(runner.table)
-        if let baseline, let compare {
-            let found = regressions(runner.results, baseline: baseline, thresholdPercent: threshold)
-            if !found.isEmpty {
-                for line in found { FileHandle.standardError.write(Data("regression: \(line)\n".utf8)) }
-                return 1
-            }
-            print("no regression beyond \(threshold)% against \(compare)")
-        }
-        return 0
+        return runner.results
     }
 }
 

@@ -169,6 +169,53 @@ import Testing
         }
     }
 
+    /// A real Prometheus (Debian's) scrapes the host every second; PromQL
+    /// gives the share's frame rate from the taken counter, a p99 from the
+    /// latency histogram's buckets, and the build's version.
+    @Test func prometheusScrapesTheHostAndPromQLGivesTheFrameRate() throws {
+        let group = uniqueGroup("prom")
+        try withViewer(groups: [group]) { port, _ in
+            let dir = Paths.temporaryDirectory()
+            let config = dir.appendingPathComponent("prometheus.yml")
+            try """
+                global:
+                  scrape_interval: 1s
+                scrape_configs:
+                  - job_name: framerelay
+                    static_configs:
+                      - targets: ['127.0.0.1:\(port)']
+                """.write(to: config, atomically: true, encoding: .utf8)
+            let api = freePortPair()
+            let prometheus = Spawned("/usr/bin/prometheus", [
+                "--config.file=\(config.path)", "--storage.tsdb.path=\(dir.appendingPathComponent("tsdb").path)",
+                "--web.listen-address=127.0.0.1:\(api)",
+            ])
+            defer {
+                prometheus.signal(SIGTERM)
+                _ = prometheus.wait()
+            }
+            /// The first sample of an instant query, once Prometheus has one.
+            func query(_ promQL: String) -> (labels: [String: String], value: Double)? {
+                let answer = run("/usr/bin/curl", ["-s", "-f", "-m", "5", "-G", "--data-urlencode", "query=\(promQL)", "http://127.0.0.1:\(api)/api/v1/query"])
+                guard answer.status == 0, let json = try? JSONSerialization.jsonObject(with: Data(answer.stdout.utf8)) as? [String: Any],
+                    let data = json["data"] as? [String: Any], let result = data["result"] as? [[String: Any]], let first = result.first,
+                    let pair = first["value"] as? [Any], pair.count == 2, let text = pair[1] as? String, let value = Double(text), value.isFinite
+                else { return nil }
+                return (first["metric"] as? [String: String] ?? [:], value)
+            }
+            let selector = "{app_group=\"\(group.name)\"}"
+            // Five scrapes in the window first: a rate over the series' first two samples is extrapolated from its start.
+            for _ in 0..<60 where (query("count_over_time(framerelay_frames_taken_total\(selector)[5s])")?.value ?? 0) < 5 { usleep(500_000) }
+            let rate = query("rate(framerelay_frames_taken_total\(selector)[5s])")?.value
+            // The producer sends 30 frames a second; rate() over scrapes a second apart lands near it.
+            #expect((20...40).contains(rate ?? 0), "PromQL frame rate \(String(describing: rate)): \(prometheus.stderr.suffix(400))")
+            let p99 = query("histogram_quantile(0.99, rate(framerelay_capture_latency_seconds_bucket{app_group=\"\(group.name)\",stage=\"encoded\"}[5s]))")?.value
+            #expect(p99 != nil && p99! > 0 && p99! <= 1, "p99 from the buckets: \(String(describing: p99))")
+            #expect(query("framerelay_build_info")?.labels["version"] == FrameRelayVersion.string)
+            #expect(query("up{job=\"framerelay\"}")?.value == 1)
+        }
+    }
+
     @Test func liveIVFMetricsStatsAndSnapshot() throws {
         let group = uniqueGroup("http")
         try withViewer(groups: [group]) { port, _ in
@@ -184,7 +231,9 @@ import Testing
             let metrics = String(decoding: fetch("\(base)/metrics").body, as: UTF8.self)
             #expect(metrics.contains("framerelay_frames_taken_total{app_group=\"\(group.name)\"}"))
             #expect(metrics.contains("framerelay_frames_skipped_total{app_group=\"\(group.name)\"}"), "skipped apart from dropped")
-            #expect(metrics.contains("# TYPE framerelay_capture_latency_seconds summary"))
+            #expect(metrics.contains("# TYPE framerelay_capture_latency_seconds histogram"))
+            #expect(metrics.contains("framerelay_capture_latency_seconds_bucket{app_group=\"\(group.name)\",stage=\"encoded\",le=\"+Inf\"}"))
+            #expect(metrics.contains("framerelay_build_info{version=\"\(FrameRelayVersion.string)\"} 1"))
 
             let stats = try JSONDecoder().decode([ShareStats].self, from: fetch("\(base)/stats.json").body)
             #expect(stats.first?.appGroup == group.name && (stats.first?.encoded?.frames ?? 0) > 0)

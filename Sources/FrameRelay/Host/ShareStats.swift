@@ -24,6 +24,8 @@ public struct ShareStats: Sendable, Codable {
     /// Capture → taken, and publish → taken (the hand-off), in µs.
     public var captureToTaken = LatencySummary(count: 0, p50: 0, p90: 0, p99: 0, max: 0, mean: 0)
     public var handoff = LatencySummary(count: 0, p50: 0, p90: 0, p99: 0, max: 0, mean: 0)
+    /// Capture → taken, encoded and sent as Prometheus histograms (for `/metrics`).
+    public var histograms: [StageHistogram] = []
     /// The latest picture geometries in arrival order (at most ``historyLimit``): "WxH format orientation from frame N".
     public var geometries: [String] = []
     /// Every geometry change, including those no longer in ``geometries``.

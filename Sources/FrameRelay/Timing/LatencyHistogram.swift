@@ -84,6 +84,29 @@ public struct LatencyHistogram: Sendable {
         return result
     }
 
+    /// How many durations are at most each of `bounds` (ns, ascending), as
+    /// Prometheus's cumulative `le` buckets count them. A bucket of this
+    /// histogram that straddles a bound counts above it (it is at most
+    /// 6.25 % of the bound wide).
+    public func cumulativeCounts(atMost bounds: [UInt64]) -> [UInt64] {
+        var counts: [UInt64] = []
+        var index = 0
+        var seen: UInt64 = 0
+        for bound in bounds {
+            while index < buckets.count, index + 1 < buckets.count, Self.lowerBound(of: index + 1) - 1 <= bound {
+                seen &+= buckets[index]
+                index += 1
+            }
+            counts.append(seen)
+        }
+        return counts
+    }
+
+    /// The distribution as a Prometheus histogram over ``StageHistogram/bounds``.
+    func prometheus(stage: String) -> StageHistogram {
+        StageHistogram(stage: stage, counts: cumulativeCounts(atMost: StageHistogram.bounds), count: count, sumSeconds: Double(sum) / 1e9)
+    }
+
     /// p50, p90, p99, max and count, in microseconds, for reports.
     public var summary: LatencySummary {
         LatencySummary(

@@ -33,6 +33,9 @@ public struct ShareLatency {
         stats.encoded?.captureToEncoded = captureToEncoded.summary
         stats.encoded?.captureToEncodedBins = captureToEncoded.bins()
         stats.transport?.captureToSent = captureToSent.summary
+        stats.histograms = [captureToTaken.prometheus(stage: "taken")]
+        if stats.encoded != nil { stats.histograms.append(captureToEncoded.prometheus(stage: "encoded")) }
+        if stats.transport != nil { stats.histograms.append(captureToSent.prometheus(stage: "sent")) }
     }
 
     /// Capture → encoded since the last call (a window of the run); starts a new window.

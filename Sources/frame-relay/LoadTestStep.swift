@@ -65,7 +65,8 @@ func runStep(
         if elapsed >= nextSample {
             nextSample += 1
             timeline.append(LoadTestReport.Sample(
-                seconds: elapsed, fps: snapshots.map(\.fps), p99Milliseconds: snapshots.map { ($0.recentCaptureToEncoded?.p99 ?? 0) / 1000 }))
+                seconds: elapsed, fps: snapshots.map(\.fps),
+                p99Milliseconds: snapshots.map { share in share.recentCaptureToEncoded.flatMap { $0.count > 0 ? $0.p99 / 1000 : nil } }))
             producerCPU = producers.map { processCPUSeconds($0.processIdentifier) }
         }
     })
@@ -87,9 +88,11 @@ func runStep(
     let framesIn = shares.map(\.framesIn).reduce(0, +), framesOut = shares.map(\.framesOut).reduce(0, +)
     let totalWritten = Double(framesIn)
     let dropped = finals.map { Double($0.totalDropped) }.reduce(0, +)
-    return LoadTestReport.Step(
+    var step = LoadTestReport.Step(
         sessions: count, seconds: seconds, passed: report.holds(shares), shares: shares, framesIn: framesIn, framesOut: framesOut,
         dropPercent: totalWritten == 0 ? 100 : dropped / totalWritten * 100, fps: shares.map(\.fps).reduce(0, +),
         p50Milliseconds: shares.map(\.p50Milliseconds).max() ?? 0, p99Milliseconds: shares.map(\.p99Milliseconds).max() ?? 0,
         hostCPUPercent: shares.map(\.hostCPUPercent).reduce(0, +), timeline: timeline)
+    step.failures = report.failures(shares)
+    return step
 }

@@ -78,7 +78,11 @@ import Testing
             #expect(share.latency.contains { $0.low - 1 <= p99 && p99 <= $0.high + 1 }, "\(share.latency)")
         }
         #expect(step.timeline.count >= 2 && step.timeline.contains { $0.fps.count == 2 && $0.fps.allSatisfy { $0 > 5 } }, "\(step.timeline)")
+        // No false 0 ms: a share with nothing encoded in a second has no p99 point then.
+        #expect(step.timeline.allSatisfy { $0.p99Milliseconds.allSatisfy { $0 == nil || $0! > 0 } }, "\(step.timeline)")
         let page = try String(contentsOfFile: html, encoding: .utf8)
+        #expect(page.contains("<th>producers' CPU %</th>"))
+        #expect(result.stderr.contains("producers' CPU"), "\(result.stderr)")
         #expect(page.contains("<svg") && page.contains("Largest number of shares that held it: \(report.maxSessionsHeld)"))
         // The histogram chart draws one bar per range of the step's merged distribution.
         let histogram = try #require(page.components(separatedBy: "latency, all shares").dropFirst().first?.components(separatedBy: "</svg>").first)
@@ -102,5 +106,27 @@ import Testing
         #expect(report.steps.map(\.sessions) == Array(repeating: 1, count: 1 + retries) && report.steps.allSatisfy { !$0.passed })
         #expect(report.maxSessionsHeld == 0)
         #expect(result.stderr.components(separatedBy: "shares again").count - 1 == retries, "\(result.stderr)")
+        // Which share failed, and which limit, on the console and in the report.
+        let failure = "share 1 (group.com.example.loadtest.s0): capture→encoded p99"
+        #expect(report.steps.allSatisfy { $0.failures.contains { $0.hasPrefix(failure) && $0.hasSuffix("limit < 0.1 ms") } }, "\(report.steps.map(\.failures))")
+        #expect(result.stderr.contains(failure), "\(result.stderr)")
+    }
+
+    /// Twelve shares get twelve colours in the charts and the legend.
+    @Test func moreThanTenSharesKeepTheirOwnColours() {
+        var report = LoadTestReport(size: "320x240", framesPerSecond: 15, format: "nv12", cores: 2, objective: .init(maxDropPercent: 1, maxP99Milliseconds: 100))
+        let shares = (0..<12).map { LoadTestReport.Share(
+            appGroup: "s\($0)", framesIn: 30, framesOut: 30, dropPercent: 0, fps: 15, p50Milliseconds: 5, p99Milliseconds: 9, hostCPUPercent: 5, producerCPUPercent: 2,
+            latency: [LatencyBin(low: 4000, high: 8000, count: 30)]) }
+        let timeline = (1...3).map { LoadTestReport.Sample(seconds: Double($0), fps: Array(repeating: 15, count: 12), p99Milliseconds: Array(repeating: 9, count: 12)) }
+        report.steps = [LoadTestReport.Step(
+            sessions: 12, seconds: 3, passed: true, shares: shares, framesIn: 360, framesOut: 360, dropPercent: 0, fps: 180, p50Milliseconds: 5,
+            p99Milliseconds: 9, hostCPUPercent: 60, timeline: timeline)]
+        let page = LoadTestHTML.render(report)
+        let chart = page.components(separatedBy: "Frames per second over time").dropFirst().first?.components(separatedBy: "</svg>").first ?? ""
+        let strokes = chart.components(separatedBy: "<polyline fill=\"none\" stroke=\"").dropFirst().map { $0.prefix { $0 != "\"" } }
+        #expect(strokes.count == 12 && Set(strokes).count == 12, "\(strokes)")
+        #expect(!page.contains("colours repeat"))
+        #expect(page.contains("<td>24</td>"), "the producers' CPU (12 × 2 %) in the table")
     }
 }

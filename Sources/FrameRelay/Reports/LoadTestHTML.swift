@@ -21,7 +21,7 @@ public enum LoadTestHTML {
             body += "<h2>\(step.sessions) shares — \(step.passed ? "held" : "did not hold")</h2>"
             body += "<h3>Capture→encoded p99 over time, each second</h3>"
                 + lineChart(seconds, step.timeline.map(\.p99Milliseconds), shares: step.sessions, yUnit: "ms", limit: report.objective.maxP99Milliseconds)
-            body += "<h3>Frames per second over time</h3>" + lineChart(seconds, step.timeline.map(\.fps), shares: step.sessions, yUnit: "frames/s")
+            body += "<h3>Frames per second over time</h3>" + lineChart(seconds, step.timeline.map { $0.fps.map(Optional.some) }, shares: step.sessions, yUnit: "frames/s")
             body += "<h3>Capture→encoded latency, all shares (frames per range)</h3>" + histogram(step.latency, limit: report.objective.maxP99Milliseconds)
             body += "<h3>Latency per share (p50 and p99)</h3>" + barChart(step.shares)
         }
@@ -34,10 +34,11 @@ public enum LoadTestHTML {
     }
 
     private static func table(_ steps: [LoadTestReport.Step]) -> String {
-        var rows = "<table><tr><th>shares</th><th>result</th><th>frames in</th><th>frames out</th><th>drops %</th><th>fps (total)</th><th>p50 ms</th><th>p99 ms</th><th>host CPU %</th></tr>"
+        var rows = "<table><tr><th>shares</th><th>result</th><th>frames in</th><th>frames out</th><th>drops %</th><th>fps (total)</th><th>p50 ms</th><th>p99 ms (worst share)</th><th>host CPU %</th><th>producers' CPU %</th><th>why it failed</th></tr>"
         for s in steps.sorted(by: { $0.sessions < $1.sessions }) {
             rows += "<tr><td>\(s.sessions)</td><td class=\"\(s.passed ? "pass" : "fail")\">\(s.passed ? "held" : "failed")</td><td>\(s.framesIn)</td><td>\(s.framesOut)</td>"
-                + "<td>\(fixed(s.dropPercent, 2))</td><td>\(fixed(s.fps, 1))</td><td>\(fixed(s.p50Milliseconds, 1))</td><td>\(fixed(s.p99Milliseconds, 1))</td><td>\(fixed(s.hostCPUPercent, 0))</td></tr>"
+                + "<td>\(fixed(s.dropPercent, 2))</td><td>\(fixed(s.fps, 1))</td><td>\(fixed(s.p50Milliseconds, 1))</td><td>\(fixed(s.p99Milliseconds, 1))</td><td>\(fixed(s.hostCPUPercent, 0))</td>"
+                + "<td>\(fixed(s.producerCPUPercent, 0))</td><td class=\"fail\" style=\"text-align:left\">\(s.failures.map(\.htmlEscaped).joined(separator: "<br>"))</td></tr>"
         }
         rows += "</table>"
         // What WebRTC viewers through Janus got, per share of each step.
@@ -52,6 +53,13 @@ public enum LoadTestHTML {
     }
 
     private static let palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
+
+    /// Share `index`'s colour: the ten of the palette, then hues a golden angle apart, so no two shares share one.
+    static func colour(_ index: Int) -> String {
+        if index < palette.count { return palette[index] }
+        let hue = (Double(index - palette.count) * 137.508 + 15).truncatingRemainder(dividingBy: 360)
+        return "hsl(\(fixed(hue, 1)),70%,\(index % 2 == 0 ? 38 : 55)%)"
+    }
 
     /// A chart's frame: its size, the plot area inside the margins, and the y axis from 0 to `maxY`.
     private struct Frame {
@@ -81,10 +89,10 @@ public enum LoadTestHTML {
         }
     }
 
-    /// One line per share over `xs`; `series[i][share]` is share's value at `xs[i]`.
-    private static func lineChart(_ xs: [Double], _ series: [[Double]], shares: Int, yUnit: String, xUnit: String = "s", limit: Double? = nil) -> String {
+    /// One line per share over `xs`; `series[i][share]` is share's value at `xs[i]` (nil: none, no point).
+    private static func lineChart(_ xs: [Double], _ series: [[Double?]], shares: Int, yUnit: String, xUnit: String = "s", limit: Double? = nil) -> String {
         let maxX = max(1, xs.max() ?? 1)
-        let frame = Frame(maxY: max(series.flatMap { $0 }.max() ?? 1, limit ?? 0, 1) * 1.1)
+        let frame = Frame(maxY: max(series.flatMap { $0.compactMap { $0 } }.max() ?? 1, limit ?? 0, 1) * 1.1)
         var svg = frame.open(yUnit: yUnit, xTitle: xUnit == "s" ? "time (s)" : xUnit) + frame.limitLine(limit)
         // Ticks at a round step (1, 2 or 5 times a power of ten), about five of them.
         let rough = maxX / 5, power = pow(10, (log10(rough)).rounded(.down))
@@ -94,12 +102,12 @@ public enum LoadTestHTML {
         }
         for share in 0..<shares {
             let points = zip(xs, series).compactMap { x, values -> String? in
-                guard share < values.count else { return nil }
-                return "\(fixed(frame.left + x / maxX * frame.plotWidth, 1)),\(fixed(frame.y(values[share]), 1))"
+                guard share < values.count, let value = values[share] else { return nil }
+                return "\(fixed(frame.left + x / maxX * frame.plotWidth, 1)),\(fixed(frame.y(value), 1))"
             }
-            svg += "<polyline fill=\"none\" stroke=\"\(palette[share % palette.count])\" stroke-width=\"1.5\" points=\"\(points.joined(separator: " "))\"/>"
+            svg += "<polyline fill=\"none\" stroke=\"\(colour(share))\" stroke-width=\"1.5\" points=\"\(points.joined(separator: " "))\"/>"
         }
-        return svg + "</svg>" + (shares > 1 ? legend((0..<shares).map { ("share \($0 + 1)", palette[$0 % palette.count]) }) : "")
+        return svg + "</svg>" + (shares > 1 ? legend((0..<shares).map { ("share \($0 + 1)", colour($0)) }) : "")
     }
 
     /// Frames per latency range, on a logarithmic time axis; the objective as a dashed line.
@@ -146,15 +154,13 @@ public enum LoadTestHTML {
     private static func rampChart(_ report: LoadTestReport) -> String {
         let steps = report.steps.sorted { $0.sessions < $1.sessions }
         let xs = steps.map { Double($0.sessions) }
-        let p99 = steps.map { [$0.p99Milliseconds] }
+        let p99: [[Double?]] = steps.map { [$0.p99Milliseconds] }
         return "<p>Capture→encoded p99 (the worst share's) against the number of shares; the dashed line is the objective.</p>"
             + lineChart(xs, p99, shares: 1, yUnit: "ms", xUnit: "shares", limit: report.objective.maxP99Milliseconds)
     }
 
-    /// Colour keys under a chart (the first ten, then how many more).
+    /// Colour keys under a chart, one per entry.
     private static func legend(_ entries: [(String, String)]) -> String {
-        let shown = entries.prefix(palette.count).map { "<span style=\"color:\($0.1)\">■</span> \($0.0)" }
-        let more = entries.count > palette.count ? " (colours repeat for \(entries.count - palette.count) more)" : ""
-        return "<p>" + shown.joined(separator: " &nbsp; ") + more + "</p>"
+        "<p>" + entries.map { "<span style=\"color:\($0.1)\">■</span> \($0.0)" }.joined(separator: " &nbsp; ") + "</p>"
     }
 }

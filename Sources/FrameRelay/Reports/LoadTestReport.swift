@@ -67,13 +67,15 @@ public struct LoadTestReport: Codable, Sendable {
         }
     }
 
-    /// One sample a second: elapsed seconds, then per share fps and p99 (ms).
+    /// One sample a second: elapsed seconds, then per share fps and p99
+    /// (ms; nil while a share has encoded nothing in the last second, so
+    /// that no false 0 ms starts its line).
     public struct Sample: Codable, Sendable {
         public var seconds: Double
         public var fps: [Double]
-        public var p99Milliseconds: [Double]
+        public var p99Milliseconds: [Double?]
 
-        public init(seconds: Double, fps: [Double], p99Milliseconds: [Double]) {
+        public init(seconds: Double, fps: [Double], p99Milliseconds: [Double?]) {
             self.seconds = seconds
             self.fps = fps
             self.p99Milliseconds = p99Milliseconds
@@ -92,7 +94,11 @@ public struct LoadTestReport: Codable, Sendable {
         public var p50Milliseconds: Double
         public var p99Milliseconds: Double
         public var hostCPUPercent: Double
+        /// The producers' CPU, all together (% of one core).
+        public var producerCPUPercent: Double { shares.map(\.producerCPUPercent).reduce(0, +) }
         public var timeline: [Sample]
+        /// Each share that missed the objective, and which limit: why a step failed when its totals look fine.
+        public var failures: [String] = []
         /// Captured → encoded over every share (µs ranges).
         public var latency: [LatencyBin] { LatencyBin.merged(shares.map(\.latency)) }
 
@@ -134,10 +140,24 @@ public struct LoadTestReport: Codable, Sendable {
 
     /// Whether a step's every share kept drops and p99 within the objective,
     /// and, where it has WebRTC viewers, so did what they saw (loss, glass to glass p99).
-    public func holds(_ shares: [Share]) -> Bool {
-        !shares.isEmpty && shares.allSatisfy { share in
-            share.dropPercent < objective.maxDropPercent && share.p99Milliseconds < objective.maxP99Milliseconds
-                && share.viewers.map { $0.lostPercent < objective.maxDropPercent && $0.glassToGlassP99Milliseconds < objective.maxP99Milliseconds && $0.framesDecoded.allSatisfy { $0 > 0 } } ?? true
+    public func holds(_ shares: [Share]) -> Bool { !shares.isEmpty && failures(shares).isEmpty }
+
+    /// One line per limit a share missed, naming the share (its number and
+    /// App Group), the figure and the limit.
+    public func failures(_ shares: [Share]) -> [String] {
+        let drops = objective.maxDropPercent, p99 = objective.maxP99Milliseconds
+        var lines: [String] = []
+        for (index, share) in shares.enumerated() {
+            let name = "share \(index + 1) (\(share.appGroup))"
+            if share.dropPercent >= drops { lines.append("\(name): drops \(fixed(share.dropPercent, 2)) %, limit < \(fixed(drops, 2)) %") }
+            if share.p99Milliseconds >= p99 { lines.append("\(name): capture→encoded p99 \(fixed(share.p99Milliseconds, 1)) ms, limit < \(fixed(p99, 1)) ms") }
+            guard let viewers = share.viewers else { continue }
+            if viewers.lostPercent >= drops { lines.append("\(name): WebRTC viewers lost \(fixed(viewers.lostPercent, 2)) %, limit < \(fixed(drops, 2)) %") }
+            if viewers.glassToGlassP99Milliseconds >= p99 {
+                lines.append("\(name): WebRTC glass-to-glass p99 \(fixed(viewers.glassToGlassP99Milliseconds, 1)) ms, limit < \(fixed(p99, 1)) ms")
+            }
+            if !viewers.framesDecoded.allSatisfy({ $0 > 0 }) { lines.append("\(name): a WebRTC viewer decoded no frame") }
         }
+        return lines
     }
 }

@@ -216,6 +216,31 @@ import Testing
         }
     }
 
+    /// When the host stops, the page says the stream ended instead of
+    /// freezing on stale numbers; before that it played, and its latency
+    /// label names the stage it measures (no RTP: capture→encoded).
+    @Test func theViewerSaysTheStreamEndedWhenTheHostStops() throws {
+        let group = uniqueGroup("ended")
+        let port = freePortPair()
+        let h = host([group], ["--http", "\(port)", "--duration", "3"])
+        let p = producer(group, ["--size", "640x360", "--fps", "30", "--duration", "30", "--quiet"])
+        #expect(h.waitForLog("first-frame"))
+        // A budget of virtual time far past the host's end: Chromium keeps the page until the host has ended and the page stops polling.
+        let chromium = ["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1400,1000", "--virtual-time-budget=600000"]
+        let dom = run(chromium[0], Array(chromium.dropFirst()) + ["--dump-dom", "http://127.0.0.1:\(port)/"], timeout: 60)
+        #expect(h.wait() == 0)
+        p.signal(SIGTERM)
+        #expect(p.wait() == 0)
+        #expect(dom.stdout.contains("stream ended: the host"), "no ended state: \(dom.stdout.suffix(600)) \(dom.stderr.suffix(300))")
+        let decoded = dom.stdout.components(separatedBy: "<b id=\"decoded\">").dropFirst().first?.prefix { $0.isNumber }
+        #expect((Int(decoded ?? "") ?? 0) >= 1, "the page played nothing before the end")
+        #expect(dom.stdout.contains("<i id=\"stage\">capture→encoded</i>"))
+        // The chart comes before the picture: above the fold.
+        let chart = try #require(dom.stdout.range(of: "id=\"chart\""))
+        #expect(chart.lowerBound < dom.stdout.range(of: "id=\"video\"")!.lowerBound)
+        #expect(!segmentExists(group))
+    }
+
     @Test func liveIVFMetricsStatsAndSnapshot() throws {
         let group = uniqueGroup("http")
         try withViewer(groups: [group]) { port, _ in

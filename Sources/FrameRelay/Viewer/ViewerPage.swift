@@ -15,8 +15,10 @@ enum ViewerPage {
         #video { max-width: 100%; background: #000; display: block; margin: 8px 0; }
         .stats span { display: inline-block; min-width: 150px; margin-right: 12px; }
         .stats b { color: #fff; }
-        #chart { background: #1a1a1a; display: block; }
+        #chart { background: #1a1a1a; display: block; margin: 8px 0; }
         #error { color: #f66; }
+        #ended { display: none; color: #111; background: #fc6; padding: 6px 10px; margin: 8px 0; font-weight: bold; }
+        .stale { opacity: 0.45; }
         </style></head>
         <body>
         <h3>FrameRelay live <select id="share">\(options)</select></h3>
@@ -28,13 +30,14 @@ enum ViewerPage {
           <span>host fps <b id="fps">–</b></span>
           <span>bitrate <b id="bitrate">–</b></span>
           <span>drops <b id="drops">–</b></span>
-          <span>capture→sent p50 <b id="p50">–</b></span>
+          <span><i id="stage">capture→encoded</i>, last second: p50 <b id="p50">–</b></span>
           <span>p99 <b id="p99">–</b></span>
         </div>
+        <div id="ended"></div>
+        <canvas id="chart" width="720" height="150"></canvas>
+        <div id="error"></div>
         <canvas id="video" width="1280" height="720"></canvas>
         <video id="rtc" autoplay muted playsinline style="display:none; max-width:100%"></video>
-        <canvas id="chart" width="640" height="140"></canvas>
-        <div id="error"></div>
         <script>
         const params = new URLSearchParams(location.search);
         const share = Number(params.get('share') || 0);
@@ -67,11 +70,14 @@ enum ViewerPage {
         if (decoder) decoder.configure({ codec: 'vp8' });
         async function play() {
           const response = await fetch('/stream.ivf?share=' + share);
+          // No frame yet: wait for the first rather than calling the stream ended.
+          if (response.status === 503) { $('error').textContent = 'waiting for the first frame…'; await new Promise(done => setTimeout(done, 1000)); return play(); }
+          $('error').textContent = '';
           reader = response.body.getReader();
           let buffer = new Uint8Array(0), header = false, waitingForKey = true;
           for (;;) {
             const { value, done } = await reader.read();
-            if (done) break;
+            if (done) { if (!stopAfter || decoded < stopAfter) ended('the host closed the stream'); break; }
             const joined = new Uint8Array(buffer.length + value.length); joined.set(buffer); joined.set(value, buffer.length); buffer = joined;
             if (!header) { if (buffer.length < 32) continue; buffer = buffer.slice(32); header = true; }
             while (buffer.length >= 12) {
@@ -145,12 +151,29 @@ enum ViewerPage {
           };
           video.requestVideoFrameCallback(onFrame);
         }
-        (webrtc ? playWebRTC() : play()).catch(e => { $('error').textContent = (webrtc ? 'webrtc: ' : 'stream: ') + e.message; console.log('viewer error: ' + e.message); });
-        const history = [];
-        let lastBytes = null, lastTime = null;
+        (webrtc ? playWebRTC() : play()).catch(e => {
+          if (streamEnded) return;
+          $('error').textContent = (webrtc ? 'webrtc: ' : 'stream: ') + e.message; console.log('viewer error: ' + e.message);
+          if (!webrtc) ended('the stream broke off (' + e.message + ')');
+        });
+        // The host stopped: say so once, grey the last numbers, stop polling.
+        let streamEnded = false;
+        function ended(why) {
+          if (streamEnded) return;
+          streamEnded = true;
+          $('ended').textContent = 'stream ended: ' + why + '. The figures above are the last the host gave.';
+          $('ended').style.display = 'block';
+          document.querySelector('.stats').classList.add('stale'); $('chart').classList.add('stale');
+          document.title = 'FrameRelay: stream ended';
+        }
+        // One point each half second: a minute of history.
+        const history = [], period = 0.5, span = 120;
+        let lastBytes = null, lastTime = null, failures = 0;
         async function poll() {
+          if (streamEnded) return;
           try {
             const all = await (await fetch('/stats.json')).json();
+            failures = 0;
             const s = all[share];
             const now = performance.now();
             const bytes = s.encoded ? s.encoded.bytes : 0;
@@ -158,23 +181,47 @@ enum ViewerPage {
             lastBytes = bytes; lastTime = now;
             $('fps').textContent = s.fps.toFixed(1);
             $('drops').textContent = s.ring.dropped + s.earlierRings.dropped;
-            const latency = s.transport ? s.transport.captureToSent : (s.encoded ? s.encoded.captureToEncoded : s.captureToTaken);
-            $('p50').textContent = (latency.p50 / 1000).toFixed(2) + ' ms';
-            $('p99').textContent = (latency.p99 / 1000).toFixed(2) + ' ms';
-            history.push({ fps: s.fps, p99: latency.p99 / 1000 });
-            if (history.length > 120) history.shift();
-            draw();
-          } catch (e) {}
-          setTimeout(poll, 500);
+            // The last second only (the first keyframe does not stay in it); capture→encoded when encoding, else capture→taken.
+            const recent = s.encoded ? s.recentCaptureToEncoded : null;
+            $('stage').textContent = s.encoded ? 'capture→encoded' : 'capture→taken';
+            const latency = recent && recent.count > 0 ? recent : (s.encoded ? null : s.captureToTaken);
+            $('p50').textContent = latency ? (latency.p50 / 1000).toFixed(2) + ' ms' : 'nothing encoded';
+            $('p99').textContent = latency ? (latency.p99 / 1000).toFixed(2) + ' ms' : '–';
+            history.push({ fps: s.fps, p99: latency ? latency.p99 / 1000 : null });
+          } catch (e) {
+            if (++failures >= 3) ended('the host does not answer');
+            history.push({ fps: null, p99: null });
+          }
+          if (history.length > span) history.shift();
+          draw();
+          setTimeout(poll, period * 1000);
         }
+        // Frames/s and p99 against time, the legend above the plot, seconds ago along the bottom.
         function draw() {
           const c = $('chart'), g = c.getContext('2d');
+          const left = 44, right = 10, top = 22, bottom = 20, w = c.width - left - right, h = c.height - top - bottom;
           g.clearRect(0, 0, c.width, c.height);
-          const series = [['fps', '#6c6', 60], ['p99', '#fc6', Math.max(10, ...history.map(h => h.p99))]];
-          series.forEach(([key, color, max], i) => {
+          g.font = '11px system-ui, sans-serif';
+          const x = i => left + w - (history.length - 1 - i) * w / (span - 1);
+          g.strokeStyle = '#333'; g.fillStyle = '#999'; g.textAlign = 'center';
+          for (const ago of [0, 15, 30, 45, 60]) {
+            const px = left + w - ago / period * w / (span - 1);
+            g.beginPath(); g.moveTo(px, top); g.lineTo(px, top + h); g.stroke();
+            g.fillText(ago === 0 ? 'now' : '−' + ago + ' s', px, c.height - 6);
+          }
+          const p99s = history.map(p => p.p99).filter(v => v !== null);
+          const series = [['fps', '#6c6', 60, 'frames/s (0–60)'], ['p99', '#fc6', Math.max(10, ...p99s), 'p99 ms (0–' + Math.max(10, ...p99s).toFixed(0) + ')']];
+          series.forEach(([key, color, max, title], i) => {
             g.strokeStyle = color; g.beginPath();
-            history.forEach((h, x) => { const y = c.height - 10 - (h[key] / max) * (c.height - 20); x === 0 ? g.moveTo(x * c.width / 120, y) : g.lineTo(x * c.width / 120, y); });
-            g.stroke(); g.fillStyle = color; g.fillText(key === 'fps' ? 'fps (0–60)' : 'p99 ms (0–' + max.toFixed(0) + ')', 8, 14 + i * 14);
+            let drawing = false;
+            history.forEach((point, index) => {
+              if (point[key] === null) { drawing = false; return; }
+              const y = top + h - Math.min(1, point[key] / max) * h;
+              drawing ? g.lineTo(x(index), y) : g.moveTo(x(index), y);
+              drawing = true;
+            });
+            g.stroke(); g.fillStyle = color; g.textAlign = 'left';
+            g.fillText('■ ' + title, left + i * 170, 14);
           });
         }
         poll();

@@ -104,7 +104,8 @@ import Testing
         let options = ["--quick", "--filter", "ring.write", "--repeat", "3"]
         let made = run(Paths.executable("frame-relay-bench"), options + ["--output", first], timeout: 180)
         #expect(made.status == 0, "\(made.stderr)")
-        let gated = run(Paths.executable("frame-relay-bench"), options + ["--output", dir.appendingPathComponent("second.json").path, "--compare", first], timeout: 180)
+        // 25 %, as .ci/run: ring writes here move by about that between runs a minute apart.
+        let gated = run(Paths.executable("frame-relay-bench"), options + ["--output", dir.appendingPathComponent("second.json").path, "--compare", first, "--threshold", "25"], timeout: 180)
         #expect(gated.status == 0, "\(gated.stdout)\(gated.stderr)")
         #expect(gated.stdout.contains("no regression in"), "\(gated.stdout)")
         // The table comes before the verdict.

@@ -55,7 +55,7 @@ struct Bench: ParsableCommand {
         guard let baseline, let compare else { return 0 }
         let outcome = BenchmarkGate(thresholdPercent: threshold, ratiosOnly: ratiosOnly).compare(results, baseline: baseline)
         if !outcome.signed.isEmpty {
-            print("not compared (zero or signed values, no ratio): " + outcome.signed.joined(separator: ", "))
+            print("not compared (differences, zero or signed values: no ratio): " + outcome.signed.joined(separator: ", "))
         }
         if !outcome.regressions.isEmpty {
             fflush(stdout)

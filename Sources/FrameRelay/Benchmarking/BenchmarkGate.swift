@@ -2,9 +2,11 @@
 /// not fail it. A case regresses only when even the best of its runs is
 /// worse than the worst of the baseline's by more than the threshold (the
 /// ranges over repeats do not overlap, with room to spare); with one run
-/// each, that is the plain threshold. Cases whose values are zero or
-/// negative anywhere (differences, deltas) are not compared: a percentage
-/// of a signed value means nothing (−370 → +370 µs is not "200 % worse").
+/// each, that is the plain threshold. Differences of two times (added
+/// latency) and cases whose values are zero or negative anywhere are not
+/// compared: a percentage of a signed value means nothing (−370 → +370 µs
+/// is not "200 % worse", nor 379 → 644 µs "70 % worse" when it was 5 µs in
+/// another run).
 ///
 /// Absolute times and CPU figures drift between sessions of a shared
 /// machine by more than their spread within one (on this 2-core machine,
@@ -24,7 +26,7 @@ public struct BenchmarkGate {
     public struct Outcome: Equatable, Sendable {
         /// One line per case that regressed.
         public var regressions: [String] = []
-        /// Cases in both runs that cannot be compared as ratios.
+        /// Cases in both runs that cannot be compared as ratios (differences, zero or signed values).
         public var signed: [String] = []
         /// Cases compared.
         public var compared = 0
@@ -35,7 +37,7 @@ public struct BenchmarkGate {
         let base = Dictionary(baseline.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         for result in results where !ratiosOnly || result.unit == "x" {
             guard let old = base[result.name] else { continue }
-            guard result.range.lowerBound > 0, old.range.lowerBound > 0 else {
+            guard !result.isDifference, result.range.lowerBound > 0, old.range.lowerBound > 0 else {
                 outcome.signed.append(result.name)
                 continue
             }

@@ -27,6 +27,11 @@ public struct BenchmarkResult: Codable, Sendable, Equatable {
     /// CPU second, picture quality (dB). Every other figure is a cost.
     public var higherIsBetter: Bool { name.contains("throughput") || name.contains("saving") || unit == "fps" || unit == "dB" }
 
+    /// Whether the figure is a difference of two times (added latency, one
+    /// pipeline's time minus another's): near zero, of either sign, so no
+    /// ratio of two of them means anything.
+    public var isDifference: Bool { name.contains("added_latency") || name.contains("_minus_") }
+
     /// The range over runs (the value itself for one run).
     public var range: ClosedRange<Double> { (low ?? value)...(high ?? value) }
 

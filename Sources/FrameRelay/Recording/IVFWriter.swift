@@ -52,7 +52,7 @@ public final class IVFWriter {
     public func write(_ frame: EncodedFrame) throws(SystemError) {
         Self.put(&header, 0, UInt32(frame.bytes.count))
         Self.put(&header, 4, UInt64(bitPattern: frame.pts))
-        precondition(!isFinished, "IVFWriter.write after finish()")
+        guard !isFinished else { throw SystemError("writev", path, code: Errno(EBADF)) }  // the file was finished
         try header.withUnsafeBytes { head in Result { () throws(SystemError) in try file.writeAll(head, frame.bytes) } }.get()
         frameCount += 1
         if frameCount % 16 == 0 { patchCount() }

@@ -21,7 +21,6 @@ public struct Errno: RawRepresentable, Equatable, Hashable, Sendable, CustomStri
     public static let invalidArgument = Errno(EINVAL)
     public static let noSpace = Errno(ENOSPC)
     public static let addressInUse = Errno(EADDRINUSE)
-    public static let connectionAborted = Errno(ECONNABORTED)
     public static let noBufferSpace = Errno(ENOBUFS)
 
     /// The symbolic name, such as `ENOSPC` (`errno 1234` when unknown).

@@ -2,7 +2,7 @@
 
 /// An IPv4 or IPv6 socket address and its length: the one place that turns
 /// `sockaddr_storage` into the `sockaddr *` the socket calls take.
-public struct SocketAddress: Sendable, Equatable {
+public struct SocketAddress: Sendable {
     var storage = sockaddr_storage()
     var length: socklen_t
 
@@ -44,10 +44,6 @@ public struct SocketAddress: Sendable, Equatable {
 
     /// Why a host name did not resolve (`gai_strerror`'s text).
     struct ResolutionError: Error { var reason: String }
-
-    public static func == (a: SocketAddress, b: SocketAddress) -> Bool {
-        a.length == b.length && withUnsafeBytes(of: a.storage) { x in withUnsafeBytes(of: b.storage) { y in x.prefix(Int(a.length)).elementsEqual(y.prefix(Int(b.length))) } }
-    }
 
     var family: Int32 { Int32(storage.ss_family) }
 

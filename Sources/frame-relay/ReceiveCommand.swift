@@ -35,10 +35,14 @@ struct Receive: ParsableCommand {
         }
         var arrivals: [(frame: UInt64, time: UInt64)] = []
         arrivals.reserveCapacity(1 << 16)
+        let started = MonotonicClock.now()
+        var firstPicture: UInt64?
         receiver.onPicture = { number, _ in
-            if let number { arrivals.append((number, MonotonicClock.now())) }
+            let now = MonotonicClock.now()
+            if firstPicture == nil { firstPicture = now }
+            if let number { arrivals.append((number, now)) }
         }
-        let deadline = MonotonicClock.now() + UInt64(duration * 1e9)
+        let deadline = started + UInt64(duration * 1e9)
         receiver.run(until: deadline) {
             if stopSignals.load(ordering: .relaxed) > 0 { return true }
             if let frames, receiver.stats.framesDecoded >= frames { return true }
@@ -47,6 +51,7 @@ struct Receive: ParsableCommand {
         }
         let stats = receiver.stats
         var summary = ReceiveReport(stats: stats)
+        summary.firstPictureAfter = firstPicture.map { Double($0 - started) / 1e9 }
         if let path = captures {
             summary.match(arrivals: arrivals, captures: try ReceiveReport.captureTimes(jsonLines: path))
             if let g2g = summary.glassToGlass, !quiet {
@@ -59,7 +64,8 @@ struct Receive: ParsableCommand {
         if !quiet {
             log("received \(stats.packets) packets, \(stats.framesDecoded) frames decoded (\(stats.width)x\(stats.height)), \(stats.framesLost) lost, "
                 + "\(stats.keyframes) keyframes, \(stats.nacksSent) NACKs and \(stats.plisSent) PLIs sent, \(stats.decodeErrors) decode errors, "
-                + "stamps \(stats.firstStamp.map(String.init) ?? "-")…\(stats.lastStamp.map(String.init) ?? "-") (\(stats.stampsOutOfOrder) out of order)")
+                + "stamps \(stats.firstStamp.map(String.init) ?? "-")…\(stats.lastStamp.map(String.init) ?? "-") (\(stats.stampsOutOfOrder) out of order)"
+                + (summary.firstPictureAfter.map { ", first picture after \(fixed($0 * 1000, 0)) ms" } ?? ""))
         }
         if let path = report {
             let encoder = JSONEncoder()

@@ -149,8 +149,20 @@ import Testing
         let plain = try streamPattern(["--rtp", "127.0.0.1:\(sinkPort)"], seconds: 7) { sink.pump(7.5) }
         #expect((plain.encoded?.keyframes ?? 0) >= 3, "\(plain.encoded?.keyframes ?? 0) keyframes in 7 s to a sink that never asks")
 
-        // `frame-relay receive` joining late asks with a PLI: after that keyframe, none until it asks again.
+        // `frame-relay receive` there from the start says in its receiver reports that it asks for what
+        // it misses, and misses nothing on loopback: the first keyframe is the only one in 7 s.
         let port = 43_000 + 2 * Int(getpid() % 2000)
+        let fromStart = Paths.temporaryDirectory().appendingPathComponent("from-start.json").path
+        let listening = Spawned(Paths.executable("frame-relay"), ["receive", "--port", "\(port)", "--duration", "9", "--idle", "1", "--report", fromStart, "--quiet"])
+        usleep(300_000)
+        let quiet = try streamPattern(["--rtp", "127.0.0.1:\(port)"], seconds: 7)
+        #expect(listening.wait(timeout: 30) == 0)
+        let heard = try JSONDecoder().decode(ReceiveReport.self, from: Data(contentsOf: URL(fileURLWithPath: fromStart))).stats
+        #expect(heard.receiverReportsSent >= 4 && heard.plisSent == 0 && heard.framesDecoded > 180, "\(heard)")
+        #expect((quiet.transport?.receiverReports ?? 0) >= 4, "the host read the reports: \(quiet.transport?.receiverReports ?? 0)")
+        #expect((quiet.encoded?.keyframes ?? 0) == 1, "\(quiet.encoded?.keyframes ?? 0) keyframes for a receiver that never needed one")
+
+        // Joining late, it asks with a PLI and shows a picture within 500 ms; after that keyframe, none until it asks again.
         let received = Paths.temporaryDirectory().appendingPathComponent("received.json").path
         var receiver: Spawned?
         let asked = try streamPattern(["--rtp", "127.0.0.1:\(port)"], seconds: 9) {
@@ -158,8 +170,10 @@ import Testing
             receiver = Spawned(Paths.executable("frame-relay"), ["receive", "--port", "\(port)", "--duration", "7", "--report", received, "--quiet"])
         }
         #expect(receiver?.wait(timeout: 30) == 0)
-        let got = try JSONDecoder().decode(ReceiveReport.self, from: Data(contentsOf: URL(fileURLWithPath: received))).stats
+        let report = try JSONDecoder().decode(ReceiveReport.self, from: Data(contentsOf: URL(fileURLWithPath: received)))
+        let got = report.stats
         #expect(got.plisSent >= 1 && got.framesDecoded > 100, "\(got)")
+        #expect((report.firstPictureAfter ?? 99) <= 0.5, "first picture after \(report.firstPictureAfter ?? -1) s")
         // The first keyframe, the one asked for, and none of the two periodic ones due in the 7 s after.
         #expect((asked.encoded?.keyframes ?? 0) == 2, "\(asked.encoded?.keyframes ?? 0) keyframes")
     }

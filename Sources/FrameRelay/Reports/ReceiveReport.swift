@@ -10,6 +10,9 @@ public struct ReceiveReport: Codable, Sendable {
     public var matched = 0
     /// Frames captured within the received span that never decoded.
     public var missing = 0
+    /// Seconds from the receiver's start to its first decoded picture: what a
+    /// viewer joining a running stream waits (nil: nothing decoded).
+    public var firstPictureAfter: Double?
 
     public init(stats: RTPReceiver.Stats) { self.stats = stats }
 

@@ -1,8 +1,10 @@
-/// RTCP packets we send (Sender Report) and read (receiver reports and
-/// feedback: PLI, FIR, generic NACK), RFC 3550 / 4585 / 5104.
+/// RTCP packets we send (Sender Report; a receiver's report, NACK and PLI)
+/// and read (receiver reports and feedback: PLI, FIR, generic NACK), RFC
+/// 3550 / 4585 / 5104, and the one application packet of our own.
 enum RTCP {
     static let senderReport: UInt8 = 200
     static let receiverReport: UInt8 = 201
+    static let application: UInt8 = 204
     static let transportFeedback: UInt8 = 205  // FMT 1: generic NACK
     static let payloadFeedback: UInt8 = 206  // FMT 1: PLI, FMT 4: FIR
 
@@ -16,6 +18,41 @@ enum RTCP {
         var receiverReports = 0
         /// Fraction lost (0–255) from the last report block about us.
         var fractionLost: UInt8?
+        /// The receiver said it asks for what it misses (``writeAsksForRepair(into:sender:)``).
+        var asksForRepair = false
+    }
+
+    /// The name of the APP packet (RFC 3550 §6.7) with which a receiver says
+    /// it sends NACK and PLI when it misses something: the RTCP counterpart
+    /// of SDP's `a=rtcp-fb:96 nack pli` in WebRTC, for plain RTP, where no
+    /// offer and answer carry it. A stream whose receivers all say so needs no
+    /// periodic keyframes.
+    static let asksForRepairName: UInt32 = 0x4652_6662  // "FRfb"
+
+    /// Writes a 32-byte Receiver Report with one report block into `out`.
+    static func writeReceiverReport(into out: UnsafeMutableRawPointer, sender: UInt32, media: UInt32, block: ReceptionStatistics.Block) -> Int {
+        out.storeBytes(of: 0x81, as: UInt8.self)  // one report block
+        out.storeBytes(of: receiverReport, toByteOffset: 1, as: UInt8.self)
+        out.storeBytes(of: UInt16(7).bigEndian, toByteOffset: 2, as: UInt16.self)
+        out.storeBytes(of: sender.bigEndian, toByteOffset: 4, as: UInt32.self)
+        out.storeBytes(of: media.bigEndian, toByteOffset: 8, as: UInt32.self)
+        let lost = UInt32(bitPattern: block.cumulativeLost) & 0xFF_FFFF
+        out.storeBytes(of: (UInt32(block.fractionLost) << 24 | lost).bigEndian, toByteOffset: 12, as: UInt32.self)
+        out.storeBytes(of: block.extendedHighestSequence.bigEndian, toByteOffset: 16, as: UInt32.self)
+        out.storeBytes(of: block.jitter.bigEndian, toByteOffset: 20, as: UInt32.self)
+        out.storeBytes(of: block.lastSenderReport.bigEndian, toByteOffset: 24, as: UInt32.self)
+        out.storeBytes(of: block.delaySinceLastSenderReport.bigEndian, toByteOffset: 28, as: UInt32.self)
+        return 32
+    }
+
+    /// Writes the 12-byte APP packet named ``asksForRepairName`` into `out`.
+    static func writeAsksForRepair(into out: UnsafeMutableRawPointer, sender: UInt32) -> Int {
+        out.storeBytes(of: 0x80, as: UInt8.self)
+        out.storeBytes(of: application, toByteOffset: 1, as: UInt8.self)
+        out.storeBytes(of: UInt16(2).bigEndian, toByteOffset: 2, as: UInt16.self)
+        out.storeBytes(of: sender.bigEndian, toByteOffset: 4, as: UInt32.self)
+        out.storeBytes(of: asksForRepairName.bigEndian, toByteOffset: 8, as: UInt32.self)
+        return 12
     }
 
     /// Writes a 28-byte Sender Report into `out`.
@@ -73,6 +110,8 @@ enum RTCP {
                     let at = blocks + block * 24
                     if u32(at) == ssrc { feedback.fractionLost = bytes[at + 4] }
                 }
+            case application where length >= 12 && u32(offset + 8) == asksForRepairName:
+                feedback.asksForRepair = true
             case payloadFeedback where length >= 12:
                 let media = u32(offset + 8)
                 // Only for our stream: a PLI for SSRC 0 or another's is not ours to answer.

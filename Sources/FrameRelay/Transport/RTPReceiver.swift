@@ -3,7 +3,9 @@
 /// A VP8 RTP receiver: follows one stream (``RTPHeader``), puts its frames
 /// together (``JitterBuffer``), asks for lost packets (NACK) and, when a
 /// frame is lost for good, for a keyframe (PLI), decodes with libvpx, and
-/// reads the frame number stamped into each picture.
+/// reads the frame number stamped into each picture. Once a second it
+/// reports to the sender (``ReceptionStatistics``) and says it asks for what
+/// it misses, so the sender can leave out periodic keyframes.
 public final class RTPReceiver {
     public struct Stats: Sendable, Codable {
         public var packets: UInt64 = 0
@@ -18,6 +20,7 @@ public final class RTPReceiver {
         public var foreignPackets: UInt64 = 0
         public var nacksSent: UInt64 = 0
         public var plisSent: UInt64 = 0
+        public var receiverReportsSent: UInt64 = 0
         /// Bytes of RTP received and of RTCP feedback sent: feedback stays under a tenth of what came in.
         public var bytesReceived: UInt64 = 0
         public var feedbackBytes: UInt64 = 0
@@ -41,7 +44,7 @@ public final class RTPReceiver {
     private let decoder: VP8Decoder
     private var jitter = JitterBuffer()
     private let receiveBuffer: UnsafeMutableRawBufferPointer
-    /// RTCP feedback (NACK, PLI) is written here.
+    /// RTCP feedback (NACK, PLI, receiver reports) is written here.
     private let feedbackBuffer: UnsafeMutableRawPointer
     private var highest: UInt16?
     private var lastCompletedTimestamp: UInt32?
@@ -55,6 +58,9 @@ public final class RTPReceiver {
     /// The largest picture decoded (8K): a forged keyframe header cannot make the decoder allocate more.
     public static let maxPixels = 7680 * 4320
     private var lastPLI: UInt64 = 0
+    private var reception: ReceptionStatistics?
+    private var lastReport: UInt64 = 0
+    static let reportInterval: UInt64 = 1_000_000_000
     /// Where feedback goes: the stream's own host, at the port its Sender Reports come from.
     private var sender: SocketAddress?
     /// Where the followed stream's RTP comes from, and where the packet being handled came from.
@@ -73,7 +79,7 @@ public final class RTPReceiver {
         rtpSocket = try Self.bind(port: port, address: address)
         rtcpSocket = try Self.bind(port: port + 1, address: address)
         receiveBuffer = .allocate(byteCount: JitterBuffer.payloadBytes, alignment: 16)
-        feedbackBuffer = .allocate(byteCount: 16, alignment: 16)
+        feedbackBuffer = .allocate(byteCount: 64, alignment: 16)
     }
 
     deinit {
@@ -101,6 +107,8 @@ public final class RTPReceiver {
             _ = poll(&fds, 2, 20)
             drainRTCP()
             drainRTP()
+            let now = MonotonicClock.now()
+            if now &- lastReport >= Self.reportInterval { sendReport(now: now) }
         }
     }
 
@@ -120,6 +128,7 @@ public final class RTPReceiver {
                 }
                 stats.senderReports += 1
                 sender = from
+                reception?.senderReport(ntp: UInt64(bigEndian: receiveBuffer.loadUnaligned(fromByteOffset: 8, as: UInt64.self)), arrival: MonotonicClock.now())
             }
         }
     }
@@ -144,12 +153,14 @@ public final class RTPReceiver {
                 return
             }
             lockedSSRC = header.ssrc
+            reception = ReceptionStatistics(first: header.sequence)
             highest = nil
             lastCompletedTimestamp = nil
             needKeyframe = true
             jitter.removeAll()
         }
         lastFromLocked = now
+        reception?.record(sequence: header.sequence, timestamp: header.timestamp, arrival: now)
         stats.ssrc = header.ssrc
         stats.bytesReceived &+= UInt64(packet.count)
         streamSource = packetSource
@@ -215,6 +226,17 @@ public final class RTPReceiver {
         guard jitter.shouldRequest(sequence, now: now) else { return }
         let length = RTCP.writeNACK(into: feedbackBuffer, sender: receiverSSRC, media: stats.ssrc, sequence: sequence)
         if sendFeedback(length) { stats.nacksSent += 1 }
+    }
+
+    /// A Receiver Report about the followed stream and the APP packet that
+    /// says this receiver asks for repairs, as one compound packet.
+    private func sendReport(now: UInt64) {
+        guard sender != nil, reception != nil else { return }
+        lastReport = now
+        let block = reception!.block(now: now)
+        var length = RTCP.writeReceiverReport(into: feedbackBuffer, sender: receiverSSRC, media: stats.ssrc, block: block)
+        length += RTCP.writeAsksForRepair(into: feedbackBuffer + length, sender: receiverSSRC)
+        if sendFeedback(length) { stats.receiverReportsSent += 1 }
     }
 
     private func sendPLI(now: UInt64) {

@@ -33,7 +33,8 @@ public final class RTPSession {
     private var feedback = RTCP.Feedback()
     public private(set) var stats = TransportStats()
     /// Per destination: whether its host has asked for anything (NACK, PLI,
-    /// FIR): a receiver that asks needs no periodic keyframes.
+    /// FIR) or said it will (``RTCP/asksForRepairName``): a receiver that
+    /// asks needs no periodic keyframes.
     private var asks: [Bool]
 
     /// Opens the sockets; throws a ``TransportError`` naming what failed.
@@ -73,7 +74,8 @@ public final class RTPSession {
     }
 
     /// Whether every destination has asked for keyframes or retransmissions
-    /// itself (browsers, Janus, `frame-relay receive`), so that keyframes
+    /// itself (browsers and Janus when they join), or said it will
+    /// (`frame-relay receive`, in its receiver reports), so that keyframes
     /// can wait until one is asked for; a destination that never asks (an
     /// SDP file read by ffmpeg, a plain UDP sink) needs periodic ones.
     public var everyDestinationAsks: Bool { !asks.contains(false) }
@@ -141,6 +143,9 @@ public final class RTPSession {
             feedback.pictureLoss = false
             feedback.fullIntraRequest = false
             feedback.nacked.removeAll(keepingCapacity: true)
+            feedback.receiverReports = 0
+            feedback.fractionLost = nil
+            feedback.asksForRepair = false
             RTCP.parse(UnsafeRawBufferPointer(rebasing: receiveBuffer[..<count]), ssrc: ssrc, into: &feedback)
             if feedback.pictureLoss { stats.pli += 1 }
             var fir = false
@@ -152,7 +157,7 @@ public final class RTPSession {
             if let lost = feedback.fractionLost { stats.lastFractionLost = Double(lost) / 256 }
             stats.receiverReports = UInt64(feedback.receiverReports) + stats.receiverReports
             if feedback.pictureLoss || fir { keyframe = true }
-            if feedback.pictureLoss || fir || !feedback.nacked.isEmpty {
+            if feedback.pictureLoss || fir || !feedback.nacked.isEmpty || feedback.asksForRepair {
                 for (index, destination) in options.destinations.enumerated() where destination.address.sameHost(as: from) { asks[index] = true }
             }
             for sequence in feedback.nacked { resend(sequence, now: now) }

@@ -1,0 +1,74 @@
+/// What a receiver tells the sender in each report block (RFC 3550 §6.4.1):
+/// packets lost, the highest sequence number heard, interarrival jitter and
+/// the delay since the sender's last report. Kept per followed stream, with
+/// the arithmetic of RFC 3550 appendices A.1, A.3 and A.8.
+struct ReceptionStatistics {
+    /// The report block's fields, as they go on the wire.
+    struct Block: Equatable {
+        var fractionLost: UInt8
+        /// Packets lost since the stream began (24 bits, signed: duplicates can make it negative).
+        var cumulativeLost: Int32
+        var extendedHighestSequence: UInt32
+        /// Interarrival jitter in 90 kHz units.
+        var jitter: UInt32
+        /// The middle 32 bits of the last Sender Report's NTP time, and the
+        /// time since it came in 1/65536 s; both 0 before the first.
+        var lastSenderReport: UInt32
+        var delaySinceLastSenderReport: UInt32
+    }
+
+    private var base: UInt32 = 0
+    private var highest: UInt32 = 0  // extended: cycles of 65,536 in the high bits
+    private var received: UInt64 = 0
+    private var expectedPrior: UInt64 = 0
+    private var receivedPrior: UInt64 = 0
+    private var jitter = 0.0
+    private var lastTransit: Int64?
+    private var senderReportNTP: UInt32 = 0
+    private var senderReportArrival: UInt64?
+
+    /// A stream starting at `sequence`.
+    init(first sequence: UInt16) {
+        base = UInt32(sequence)
+        highest = UInt32(sequence)
+    }
+
+    /// Counts one packet (resent and duplicate packets too, as RFC 3550
+    /// counts them) arriving at `arrival` (CLOCK_MONOTONIC ns).
+    mutating func record(sequence: UInt16, timestamp: UInt32, arrival: UInt64) {
+        received += 1
+        let ahead = Int16(bitPattern: sequence &- UInt16(truncatingIfNeeded: highest))
+        if ahead > 0 { highest = highest &+ UInt32(ahead) }
+        // Jitter only from packets in order, in 90 kHz units (A.8).
+        guard ahead > 0 else { return }
+        let transit = Int64(arrival / 100_000 * 9 + arrival % 100_000 * 9 / 100_000) &- Int64(timestamp)
+        if let last = lastTransit {
+            let d = Double(abs(Int32(truncatingIfNeeded: transit &- last)))
+            jitter += (d - jitter) / 16
+        }
+        lastTransit = transit
+    }
+
+    /// Notes a Sender Report whose NTP time is `ntp`, arriving at `arrival`.
+    mutating func senderReport(ntp: UInt64, arrival: UInt64) {
+        senderReportNTP = UInt32(truncatingIfNeeded: ntp >> 16)
+        senderReportArrival = arrival
+    }
+
+    /// The block for a report sent at `now`; the fraction lost covers the
+    /// interval since the last block (A.3).
+    mutating func block(now: UInt64) -> Block {
+        let expected = UInt64(highest &- base) + 1
+        let lost = Int64(expected) - Int64(received)
+        let expectedInterval = expected &- expectedPrior
+        let receivedInterval = received &- receivedPrior
+        expectedPrior = expected
+        receivedPrior = received
+        let lostInterval = Int64(expectedInterval) - Int64(receivedInterval)
+        let fraction = expectedInterval == 0 || lostInterval <= 0 ? 0 : UInt8(min(255, (lostInterval << 8) / Int64(expectedInterval)))
+        let delay = senderReportArrival.map { UInt32(truncatingIfNeeded: (now &- $0) * 65_536 / 1_000_000_000) } ?? 0
+        return Block(fractionLost: fraction, cumulativeLost: Int32(max(-0x80_0000, min(0x7F_FFFF, lost))),
+                     extendedHighestSequence: highest, jitter: UInt32(jitter), lastSenderReport: senderReportNTP,
+                     delaySinceLastSenderReport: delay)
+    }
+}

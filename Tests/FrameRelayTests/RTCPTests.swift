@@ -1,0 +1,55 @@
+@testable import FrameRelay
+import Testing
+
+/// The receiver's report arithmetic (RFC 3550 A.1, A.3) and the compound
+/// packet it sends, read back by the sender's parser.
+struct RTCPTests {
+    @Test func receptionStatisticsCountLossAcrossTheSequenceWrap() {
+        var reception = ReceptionStatistics(first: 65_530)
+        // 65530 … 65535, 0 … 5 with 2 lost and 4 arriving twice: 12 expected, 12 received (a duplicate makes up for the loss).
+        let sequences: [UInt16] = [65_530, 65_531, 65_532, 65_533, 65_534, 65_535, 0, 1, 3, 4, 4, 5]
+        for (i, sequence) in sequences.enumerated() {
+            reception.record(sequence: sequence, timestamp: UInt32(i) * 3000, arrival: UInt64(i) * 33_333_333)
+        }
+        let first = reception.block(now: 0)
+        #expect(first.extendedHighestSequence == 65_536 + 5)
+        #expect(first.cumulativeLost == 0 && first.fractionLost == 0)
+        // Then 6 … 15 with 8 and 9 lost: 10 expected in the interval, 8 received.
+        for sequence: UInt16 in [6, 7, 10, 11, 12, 13, 14, 15] {
+            reception.record(sequence: sequence, timestamp: UInt32(sequence) * 3000, arrival: UInt64(sequence) * 33_333_333)
+        }
+        let second = reception.block(now: 0)
+        #expect(second.cumulativeLost == 2)
+        #expect(second.fractionLost == 51)  // 2/10 × 256, truncated
+        #expect(second.extendedHighestSequence == 65_536 + 15)
+        // Evenly spaced packets at their own rate: no jitter.
+        #expect(second.jitter == 0)
+    }
+
+    @Test func aReceiversReportSaysItAsksAndCarriesTheLossAndTheLastSenderReport() {
+        var reception = ReceptionStatistics(first: 100)
+        reception.record(sequence: 100, timestamp: 0, arrival: 0)
+        reception.record(sequence: 102, timestamp: 3000, arrival: 33_333_333)
+        reception.senderReport(ntp: 0x1234_5678_9ABC_DEF0, arrival: 1_000_000_000)
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: 64, alignment: 16)
+        defer { buffer.deallocate() }
+        let block = reception.block(now: 1_500_000_000)
+        #expect(block.lastSenderReport == 0x5678_9ABC)
+        #expect(block.delaySinceLastSenderReport == 32_768)  // 0.5 s in 1/65536 s
+        var length = RTCP.writeReceiverReport(into: buffer, sender: 7, media: 0xAABB_CCDD, block: block)
+        length += RTCP.writeAsksForRepair(into: buffer + length, sender: 7)
+        #expect(length == 44)
+        var feedback = RTCP.Feedback()
+        RTCP.parse(UnsafeRawBufferPointer(start: buffer, count: length), ssrc: 0xAABB_CCDD, into: &feedback)
+        #expect(feedback.receiverReports == 1 && feedback.asksForRepair)
+        #expect(feedback.fractionLost == 85)  // 1 of 3 lost
+        // A report about another stream says nothing about ours, but the receiver still asks.
+        var other = RTCP.Feedback()
+        RTCP.parse(UnsafeRawBufferPointer(start: buffer, count: length), ssrc: 1, into: &other)
+        #expect(other.fractionLost == nil && other.asksForRepair)
+        // Cut short, the APP packet is not read.
+        var cut = RTCP.Feedback()
+        RTCP.parse(UnsafeRawBufferPointer(start: buffer, count: length - 4), ssrc: 0xAABB_CCDD, into: &cut)
+        #expect(!cut.asksForRepair)
+    }
+}

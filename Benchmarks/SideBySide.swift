@@ -12,6 +12,11 @@ struct SideBySide {
     /// The pipelines, by the names `--side-pipelines` takes.
     enum Pipeline: String, CaseIterable {
         case plain, ffmpeg, gstreamer, ours
+        /// Ours as it runs by default: only what changed is encoded, and
+        /// keyframes come when the receiver asks (`frame-relay receive` says
+        /// it will), not every 3 s. Not like for like with the peers, which
+        /// is why it is a pipeline of its own.
+        case oursDefault = "ours-default"
         /// The name in the results: `side_by_side.<input>.<mode>.<result key>...`.
         var resultKey: String {
             switch self {
@@ -19,6 +24,7 @@ struct SideBySide {
             case .ffmpeg: "ffmpeg"
             case .gstreamer: "gstreamer"
             case .ours: "framerelay"
+            case .oursDefault: "framerelay_default"
             }
         }
     }
@@ -29,7 +35,8 @@ struct SideBySide {
         case .plain: try runPlain(port: port)
         case .ffmpeg: try runFFmpeg(port: port)
         case .gstreamer: try runGStreamer(port: port)
-        case .ours: try runOurs(port: port)
+        case .ours: try runOurs(port: port, everyFrame: true)
+        case .oursDefault: try runOurs(port: port, everyFrame: false)
         }
     }
 
@@ -221,19 +228,20 @@ struct SideBySide {
         return started
     } }
 
-    func runOurs(port: Int) throws -> Outcome { try measure(key: "ours", port: port) {
+    func runOurs(port: Int, everyFrame: Bool) throws -> Outcome { try measure(key: everyFrame ? "ours" : "ours-default", port: port) {
         let group = try AppGroup("group.bench.framerelay.sidebyside")
         let capacity = try PixelBuffer.capacity(width: width, height: height, format: input, rowAlignment: 1)
         let producer = try RingProducer(appGroup: group, slotCapacity: capacity)
         let host = try launch("frame-relay", [
             // Screen-content mode 0: ffmpeg and GStreamer cannot set it, so all four encode alike.
             "--app-group", group.name, "--rtp", "127.0.0.1:\(port)", "--bitrate", "\(bitrate)", "--screen-content-mode", "0", "--threads", "\(threads)",
-            // Every frame encoded whole, as the other three do.
-            "--frame-rate", "\(mediaRate)", "--encode-every-frame",
-            "--exit-when-finished", "--quiet",
-        ] + (keep ? ["--trace", work.appendingPathComponent("ours-trace.jsonl").path] : []))
+            "--frame-rate", "\(mediaRate)", "--exit-when-finished", "--quiet",
+        ]
+            // Every frame encoded whole with periodic keyframes, as the other three do.
+            + (everyFrame ? ["--encode-every-frame"] : [])
+            + (keep ? ["--trace", work.appendingPathComponent("\(everyFrame ? "ours" : "ours-default")-trace.jsonl").path] : []))
         usleep(500_000)
-        let started = try feed("ours") { n, frame, _, media in
+        let started = try feed(everyFrame ? "ours" : "ours-default") { n, frame, _, media in
             try producer.publish(frame, frameNumber: UInt64(n), captureTime: media)
             // As fast as they go: the next frame when the host has taken this one, as a
             // pipe makes ffmpeg's and GStreamer's feeders wait (else the newest frame wins).
@@ -303,8 +311,19 @@ func sideBySide(clip: String, input: PixelFormat, fps: Double, count: Int, round
     // Ratios round by round (ours against each peer measured in the same round, a
     // minute apart at most), then their median: the shared machine's load drifts
     // between rounds far more than within one.
+    // Ours on its defaults against the plain loop's periodic keyframes: the keyframe tail that asking receivers avoid.
+    if let ours = outcomes[.oursDefault], let plain = outcomes[.plain], plain.count == ours.count {
+        let tail = zip(ours, plain).compactMap { pair -> Double? in
+            guard let mine = pair.0.glassToGlass?.p99, let theirs = pair.1.glassToGlass?.p99, theirs > 0 else { return nil }
+            return mine / theirs
+        }
+        if !tail.isEmpty {
+            results.append(BenchmarkResult(name: "side_by_side.\(input).\(mode).default_p99_ratio_to_plain_libvpx", unit: "x", value: median(tail),
+                extra: "median of " + tail.map { fixed($0, 2) }.joined(separator: " / ")))
+        }
+    }
     if let ours = outcomes[.ours] {
-        for peer in SideBySide.Pipeline.allCases where peer != .ours {
+        for peer in SideBySide.Pipeline.allCases where peer != .ours && peer != .oursDefault {
             guard let other = outcomes[peer], other.count == ours.count else { continue }
             let key = peer.resultKey
             let speed = zip(ours, other).map { throughput($0) / max(throughput($1), 0.001) }

@@ -90,7 +90,7 @@ struct Bench: ParsableCommand {
 private func parsePipelines(_ text: String) throws -> [SideBySide.Pipeline] {
     let pipelines = try text.split(separator: ",").map { name in
         guard let pipeline = SideBySide.Pipeline(rawValue: String(name)) else {
-            throw UsageError("unknown pipeline '\(name)' in --side-pipelines: choose from plain, ffmpeg, gstreamer, ours")
+            throw UsageError("unknown pipeline '\(name)' in --side-pipelines: choose from plain, ffmpeg, gstreamer, ours, ours-default")
         }
         return pipeline
     }

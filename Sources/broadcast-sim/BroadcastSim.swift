@@ -36,6 +36,7 @@ struct BroadcastSim: ParsableCommand {
         return model
     })
     var content: ContentScreen.Content?
+    @Option("content-start", "SECONDS", in: 0...3600, help: "Start the --content model's script this far in (mixed: a minute of phases).") var contentStart = 0.0
     @Option("file", "PATH", help: "Y4M file for --source file (loops at its end).") var file: String?
     @Option("display", "DISPLAY", help: "X display for --source x11 (default $DISPLAY).") var display: String?
     @Option("size", "WxH", help: "Picture size for the synthetic screen.", default: "1280x720", transform: { try parseSize($0, option: "size") })
@@ -80,6 +81,7 @@ struct BroadcastSim: ParsableCommand {
         if source != "file", $file.isGiven { throw UsageError("--file is for --source file, not --source \(source)") }
         if source != "x11", $display.isGiven { throw UsageError("--display is for --source x11, not --source \(source)") }
         if content != nil, source != "pattern" { throw UsageError("--content draws the screen itself: not with --source \(source)") }
+        if content == nil, $contentStart.isGiven { throw UsageError("--content-start needs --content MODEL") }
         if let statsPath { try OutputFile.check(statsPath, option: "report") }
     }
 
@@ -90,7 +92,10 @@ struct BroadcastSim: ParsableCommand {
         default:
             // Drawn straight in the format sent when nothing else is to be done; rotation works on I420 or BGRA.
             let drawn: PixelFormat = format == .bgra ? .bgra : (format == .nv12 && orientation == .up ? .nv12 : .i420)
-            if let content = content { return try ContentScreen(content, width: width, height: height, format: drawn) }
+            if let content = content {
+                // The models' scripts run at 30 frames/s.
+                return try ContentScreen(content, width: width, height: height, format: drawn, start: Int((contentStart * 30).rounded()))
+            }
             return try SyntheticScreen(width: width, height: height, format: drawn)
         }
     }

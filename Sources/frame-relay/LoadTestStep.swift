@@ -33,18 +33,26 @@ func runStep(
     // The producers start once the hosts are up; the step's time counts from then.
     var producers: [Process] = []
     var start = MonotonicClock.now()
+    var started: [UInt64] = []
+    // Shares start one after the other, spread over a second, as users do:
+    // started at once, every share's first keyframe would be encoded in the
+    // same instant, and that instant would be every share's p99. A content
+    // model's script starts at another point of its minute for each share,
+    // so the shares do not type, scroll and play video in step.
     func startProducers() throws {
-        producers = try groups.map { group in
+        start = MonotonicClock.now()
+        for (index, group) in groups.enumerated() {
+            MonotonicClock.sleep(until: start + UInt64(index) * 1_000_000_000 / UInt64(count))
             let process = Process()
             process.executableURL = simulator
             process.arguments = [
                 "--app-group", group.name, "--size", "\(size.width)x\(size.height)", "--fps", "\(fps)", "--format", "\(format)", "--exit-with-parent", "--quiet",
-            ] + (content == "pattern" ? [] : ["--content", content])
+            ] + (content == "pattern" ? [] : ["--content", content, "--content-start", "\(60 * index / count)"])
             process.standardError = FileHandle.nullDevice
             try process.run()
-            return process
+            producers.append(process)
+            started.append(MonotonicClock.now())
         }
-        start = MonotonicClock.now()
     }
     defer {
         for process in producers where process.isRunning { kill(process.processIdentifier, SIGTERM) }
@@ -70,11 +78,13 @@ func runStep(
             producerCPU = producers.map { processCPUSeconds($0.processIdentifier) }
         }
     })
-    let seconds = Double(MonotonicClock.now() - start) / 1e9
+    let end = MonotonicClock.now()
+    let seconds = Double(end - start) / 1e9
     if let viewerError { throw UsageError("load-test: cannot start the WebRTC viewers: \(viewerError)") }
     let watched = viewers?.results(names: groups.map(\.name), traces: traces) ?? groups.map { _ in nil }
-    let shares = zip(zip(finals, producerCPU), watched).map { pair, viewed in
-        let (share, cpu) = pair
+    let shares = zip(zip(finals, zip(producerCPU, started)), watched).map { pair, viewed in
+        let (share, (cpu, startedAt)) = pair
+        let seconds = Double(end - startedAt) / 1e9  // this share's own time
         let written = share.totalWritten
         let dropped = share.totalDropped
         return LoadTestReport.Share(
@@ -83,7 +93,7 @@ func runStep(
             fps: Double((share.encoded?.frames ?? 0) + (share.encoded?.skipped ?? 0)) / seconds,
             p50Milliseconds: (share.encoded?.captureToEncoded.p50 ?? 0) / 1000, p99Milliseconds: (share.encoded?.captureToEncoded.p99 ?? 0) / 1000,
             hostCPUPercent: share.cpuSeconds / seconds * 100, producerCPUPercent: cpu / seconds * 100, latency: share.encoded?.captureToEncodedBins ?? [],
-            viewers: viewed)
+            viewers: viewed, startedAfter: Double(startedAt - started[0]) / 1e9)
     }
     let framesIn = shares.map(\.framesIn).reduce(0, +), framesOut = shares.map(\.framesOut).reduce(0, +)
     let totalWritten = Double(framesIn)

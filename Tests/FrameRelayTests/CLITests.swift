@@ -7,6 +7,8 @@ import Testing
     static let producerCases: [([String], String)] = [
         (["--content", "desk"], "invalid --content \"desk\": one of still, typing, scrolling, video, drag, mixed"),
         (["--content", "typing", "--source", "x11"], "--content draws the screen itself: not with --source x11"),
+        (["--content-start", "10"], "--content-start needs --content MODEL"),
+        (["--content", "mixed", "--content-start", "-1"], "--content-start"),
         (["--app-group", "com.example.app"], "must start with \"group.\""),
         (["--app-group", "group.bad name"], "is not allowed"),
         (["--size", "0x720"], "width and height must be 1...16383"),

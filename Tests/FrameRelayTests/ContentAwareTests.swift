@@ -207,6 +207,24 @@ import Testing
 
     // MARK: Content models
 
+    /// A screen started k frames into its script shows at its first frame
+    /// what one started at 0 shows at frame k (a frame that changed the
+    /// picture, so both carry stamp k): typing, mixed in its scrolling and
+    /// in its video phase.
+    @Test(arguments: [(ContentScreen.Content.typing, 100), (.mixed, 600), (.mixed, 1000)])
+    func aContentModelStartedLaterShowsWhatItWouldHaveShownThen(_ content: ContentScreen.Content, _ k: Int) throws {
+        let fromStart = try ContentScreen(content, width: 320, height: 180)
+        var expected: PixelBuffer?
+        for n in 0...k { expected = fromStart.nextFrame(number: UInt64(n)) }
+        let later = try ContentScreen(content, width: 320, height: 180, start: k)
+        let first = try #require(later.nextFrame(number: UInt64(k)))
+        let same = try #require(expected).withUnsafeBytes { a in first.withUnsafeBytes { b in a.elementsEqual(b) } }
+        #expect(same)
+        // And not what it showed at 0.
+        let zero = try #require(try ContentScreen(content, width: 320, height: 180).nextFrame(number: UInt64(k)))
+        #expect(!zero.withUnsafeBytes { a in first.withUnsafeBytes { b in a.elementsEqual(b) } })
+    }
+
     @Test(arguments: ContentScreen.Content.allCases)
     func contentModelsChangeWhatTheyClaimAndCarryTheFrameStamp(_ content: ContentScreen.Content) throws {
         let screen = try ContentScreen(content, width: 1280, height: 720)

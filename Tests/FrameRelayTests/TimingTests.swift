@@ -69,6 +69,8 @@ import Testing
         let report = try JSONDecoder().decode(LoadTestReport.self, from: Data(contentsOf: URL(fileURLWithPath: json)))
         let step = try #require(report.steps.first)
         #expect(report.hosts == hosts && step.sessions == 2 && step.shares.count == 2)
+        // The second share starts half a second after the first (spread over a second), not with it.
+        #expect(step.shares[0].startedAfter == 0 && (0.45...0.9).contains(step.shares[1].startedAfter), "\(step.shares.map(\.startedAfter))")
         for share in step.shares {
             #expect(share.framesIn >= 30 && share.framesOut > 0 && share.fps > 5, "\(share)")
             #expect(share.p99Milliseconds > 0 && share.hostCPUPercent > 0 && share.producerCPUPercent > 0)

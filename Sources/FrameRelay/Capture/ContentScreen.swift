@@ -43,14 +43,19 @@ public final class ContentScreen: FrameSource {
         return [Content.typing, .still, .scrolling, .video, .drag, .still][(n / 300) % 6]
     }
 
-    public init(_ content: Content, width: Int, height: Int, format: PixelFormat = .i420) throws {
+    /// A screen whose script starts `start` frames in (the load test starts
+    /// each share at another point of the minute, as independent users
+    /// would be; frame stamps still count from 0).
+    public init(_ content: Content, width: Int, height: Int, format: PixelFormat = .i420, start: Int = 0) throws {
         precondition(format != .jpeg, "draw raw, then encode")
+        precondition(start >= 0)
         self.content = content
         self.width = width
         self.height = height
         buffer = try PixelBuffer(width: width, height: height, format: format)
         canvas = Canvas(buffer: buffer)
         scale = max(1, min(width, height) / 360)
+        for _ in 0..<start { advance() }
     }
 
     public func nextFrame(number: UInt64) -> PixelBuffer? {

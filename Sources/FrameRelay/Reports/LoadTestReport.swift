@@ -28,9 +28,13 @@ public struct LoadTestReport: Codable, Sendable {
         public var latency: [LatencyBin]
         /// What the share's WebRTC viewers got through Janus (`--janus`, `--viewers`).
         public var viewers: Viewers?
+        /// Seconds after the step's first share that this one's producer
+        /// started: the shares start spread over a second, as users do.
+        public var startedAfter: Double
 
-        public init(appGroup: String, framesIn: UInt64, framesOut: UInt64, framesSkipped: UInt64 = 0, dropPercent: Double, fps: Double, p50Milliseconds: Double, p99Milliseconds: Double, hostCPUPercent: Double, producerCPUPercent: Double, latency: [LatencyBin], viewers: Viewers? = nil) {
+        public init(appGroup: String, framesIn: UInt64, framesOut: UInt64, framesSkipped: UInt64 = 0, dropPercent: Double, fps: Double, p50Milliseconds: Double, p99Milliseconds: Double, hostCPUPercent: Double, producerCPUPercent: Double, latency: [LatencyBin], viewers: Viewers? = nil, startedAfter: Double = 0) {
             self.viewers = viewers
+            self.startedAfter = startedAfter
             self.appGroup = appGroup
             self.framesIn = framesIn
             self.framesOut = framesOut

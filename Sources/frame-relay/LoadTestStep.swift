@@ -30,33 +30,49 @@ func runStep(
     encoding.settings.frameRate = fps
     encoding.settings.concurrentEncoders = count
     encoding.encodeEveryFrame = encodeEveryFrame
-    // The producers start once the hosts are up; the step's time counts from then.
-    var producers: [Process] = []
+    // The producers start once the hosts are up; the step's time counts from
+    // the first. They start one after the other, spread over a second, as
+    // users do: started at once, every share's first keyframe would be
+    // encoded in the same instant, and that instant would be every share's
+    // p99. A content model's script starts at another point of its minute
+    // for each share, so the shares do not type, scroll and play video in step.
+    let producers = groups.enumerated().map { index, group in
+        let process = Process()
+        process.executableURL = simulator
+        process.arguments = [
+            "--app-group", group.name, "--size", "\(size.width)x\(size.height)", "--fps", "\(fps)", "--format", "\(format)", "--exit-with-parent", "--quiet",
+        ] + (content == "pattern" ? [] : ["--content", content, "--content-start", "\(60 * index / count)"])
+        process.standardError = FileHandle.nullDevice
+        return process
+    }
     var start = MonotonicClock.now()
-    var started: [UInt64] = []
-    // Shares start one after the other, spread over a second, as users do:
-    // started at once, every share's first keyframe would be encoded in the
-    // same instant, and that instant would be every share's p99. A content
-    // model's script starts at another point of its minute for each share,
-    // so the shares do not type, scroll and play video in step.
-    func startProducers() throws {
+    /// When each producer started (0: not yet) and its pid, and the first failure to start one.
+    let launches = Locked((started: [UInt64](repeating: 0, count: count), pids: [Int32](repeating: 0, count: count), failure: Error?.none))
+    let launcher = DispatchGroup()
+    // On a thread of its own: the hosts take frames while the later shares wait their turn.
+    func startProducers() {
         start = MonotonicClock.now()
-        for (index, group) in groups.enumerated() {
-            MonotonicClock.sleep(until: start + UInt64(index) * 1_000_000_000 / UInt64(count))
-            let process = Process()
-            process.executableURL = simulator
-            process.arguments = [
-                "--app-group", group.name, "--size", "\(size.width)x\(size.height)", "--fps", "\(fps)", "--format", "\(format)", "--exit-with-parent", "--quiet",
-            ] + (content == "pattern" ? [] : ["--content", content, "--content-start", "\(60 * index / count)"])
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            producers.append(process)
-            started.append(MonotonicClock.now())
+        DispatchQueue.global().async(group: launcher) { [start] in
+            for (index, process) in producers.enumerated() {
+                MonotonicClock.sleep(until: start + UInt64(index) * 1_000_000_000 / UInt64(count))
+                do {
+                    try process.run()
+                    let pid = process.processIdentifier
+                    launches.withLock {
+                        $0.started[index] = MonotonicClock.now()
+                        $0.pids[index] = pid
+                    }
+                } catch {
+                    launches.withLock { $0.failure = error }
+                    return
+                }
+            }
         }
     }
     defer {
+        launcher.wait()
         for process in producers where process.isRunning { kill(process.processIdentifier, SIGTERM) }
-        for process in producers { process.waitUntilExit() }
+        for process in producers where process.processIdentifier != 0 { process.waitUntilExit() }
     }
     var timeline: [LoadTestReport.Sample] = []
     var finals: [ShareStats] = []
@@ -75,16 +91,19 @@ func runStep(
             timeline.append(LoadTestReport.Sample(
                 seconds: elapsed, fps: snapshots.map(\.fps),
                 p99Milliseconds: snapshots.map { share in share.recentCaptureToEncoded.flatMap { $0.count > 0 ? $0.p99 / 1000 : nil } }))
-            producerCPU = producers.map { processCPUSeconds($0.processIdentifier) }
+            producerCPU = launches.withLock { $0.pids }.map { $0 == 0 ? 0 : processCPUSeconds($0) }
         }
     })
     let end = MonotonicClock.now()
     let seconds = Double(end - start) / 1e9
+    launcher.wait()
+    let (started, _, launchFailure) = launches.withLock { $0 }
+    if let launchFailure { throw UsageError("load-test: cannot start broadcast-sim: \(launchFailure)") }
     if let viewerError { throw UsageError("load-test: cannot start the WebRTC viewers: \(viewerError)") }
     let watched = viewers?.results(names: groups.map(\.name), traces: traces) ?? groups.map { _ in nil }
     let shares = zip(zip(finals, zip(producerCPU, started)), watched).map { pair, viewed in
         let (share, (cpu, startedAt)) = pair
-        let seconds = Double(end - startedAt) / 1e9  // this share's own time
+        let seconds = max(1e6, Double(end) - Double(startedAt)) / 1e9  // this share's own time
         let written = share.totalWritten
         let dropped = share.totalDropped
         return LoadTestReport.Share(

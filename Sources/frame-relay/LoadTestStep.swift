@@ -46,34 +46,12 @@ func runStep(
         return process
     }
     var start = MonotonicClock.now()
-    /// When each producer started (0: not yet) and its pid, and the first failure to start one.
-    let launches = Locked((started: [UInt64](repeating: 0, count: count), pids: [Int32](repeating: 0, count: count), failure: Error?.none))
-    let launcher = DispatchGroup()
-    // On a thread of its own: the hosts take frames while the later shares wait their turn.
+    let launcher = StaggeredLaunch(producers)
     func startProducers() {
         start = MonotonicClock.now()
-        DispatchQueue.global().async(group: launcher) { [start] in
-            for (index, process) in producers.enumerated() {
-                MonotonicClock.sleep(until: start + UInt64(index) * 1_000_000_000 / UInt64(count))
-                do {
-                    try process.run()
-                    let pid = process.processIdentifier
-                    launches.withLock {
-                        $0.started[index] = MonotonicClock.now()
-                        $0.pids[index] = pid
-                    }
-                } catch {
-                    launches.withLock { $0.failure = error }
-                    return
-                }
-            }
-        }
+        launcher.start(at: start)
     }
-    defer {
-        launcher.wait()
-        for process in producers where process.isRunning { kill(process.processIdentifier, SIGTERM) }
-        for process in producers where process.processIdentifier != 0 { process.waitUntilExit() }
-    }
+    defer { launcher.stop() }
     var timeline: [LoadTestReport.Sample] = []
     var finals: [ShareStats] = []
     var nextSample = 1.0
@@ -91,14 +69,12 @@ func runStep(
             timeline.append(LoadTestReport.Sample(
                 seconds: elapsed, fps: snapshots.map(\.fps),
                 p99Milliseconds: snapshots.map { share in share.recentCaptureToEncoded.flatMap { $0.count > 0 ? $0.p99 / 1000 : nil } }))
-            producerCPU = launches.withLock { $0.pids }.map { $0 == 0 ? 0 : processCPUSeconds($0) }
+            producerCPU = launcher.pids.map { $0 == 0 ? 0 : processCPUSeconds($0) }
         }
     })
     let end = MonotonicClock.now()
     let seconds = Double(end - start) / 1e9
-    launcher.wait()
-    let (started, _, launchFailure) = launches.withLock { $0 }
-    if let launchFailure { throw UsageError("load-test: cannot start broadcast-sim: \(launchFailure)") }
+    let started = try launcher.waitUntilLaunched()
     if let viewerError { throw UsageError("load-test: cannot start the WebRTC viewers: \(viewerError)") }
     let watched = viewers?.results(names: groups.map(\.name), traces: traces) ?? groups.map { _ in nil }
     let shares = zip(zip(finals, zip(producerCPU, started)), watched).map { pair, viewed in
@@ -124,4 +100,72 @@ func runStep(
         hostCPUPercent: shares.map(\.hostCPUPercent).reduce(0, +), timeline: timeline)
     step.failures = report.failures(shares)
     return step
+}
+
+/// Starts a step's producers one after the other, spread over a second, on
+/// a thread of its own (the hosts take frames while later shares wait their
+/// turn) that lives until ``stop()``: `--exit-with-parent`
+/// (`PR_SET_PDEATHSIG`) fires when the *thread* that started a process
+/// ends, and a Dispatch worker thread that goes idle is reaped, which killed
+/// every producer about 5 s into a step.
+private final class StaggeredLaunch: @unchecked Sendable {
+    private let processes: [Process]
+    /// When each producer started (0: not yet) and its pid, and the first failure to start one.
+    private let state: Locked<(started: [UInt64], pids: [Int32], failure: Error?)>
+    private let launched = DispatchSemaphore(value: 0)
+    private let released = DispatchSemaphore(value: 0)
+    private var running = false
+    private var waited = false
+
+    init(_ processes: [Process]) {
+        self.processes = processes
+        state = Locked((Array(repeating: 0, count: processes.count), Array(repeating: 0, count: processes.count), nil))
+    }
+
+    func start(at start: UInt64) {
+        running = true
+        let (processes, state, launched, released) = (processes, state, launched, released)
+        Thread {
+            defer {
+                launched.signal()
+                released.wait()
+            }
+            for (index, process) in processes.enumerated() {
+                MonotonicClock.sleep(until: start + UInt64(index) * 1_000_000_000 / UInt64(processes.count))
+                do {
+                    try process.run()
+                    let pid = process.processIdentifier
+                    state.withLock {
+                        $0.started[index] = MonotonicClock.now()
+                        $0.pids[index] = pid
+                    }
+                } catch {
+                    state.withLock { $0.failure = error }
+                    return
+                }
+            }
+        }.start()
+    }
+
+    /// The pids of the producers started so far (0: not yet).
+    var pids: [Int32] { state.withLock { $0.pids } }
+
+    /// When each producer started (CLOCK_MONOTONIC ns), once all have.
+    func waitUntilLaunched() throws -> [UInt64] {
+        if running, !waited {
+            launched.wait()
+            waited = true
+        }
+        let (started, _, failure) = state.withLock { $0 }
+        if let failure { throw UsageError("load-test: cannot start broadcast-sim: \(failure)") }
+        return started
+    }
+
+    /// Stops every producer started, then lets the thread end.
+    func stop() {
+        _ = try? waitUntilLaunched()
+        for process in processes where process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        for process in processes where process.processIdentifier != 0 { process.waitUntilExit() }
+        if running { released.signal() }
+    }
 }

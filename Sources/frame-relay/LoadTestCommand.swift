@@ -29,6 +29,8 @@ struct LoadTest: ParsableCommand {
     @Option("duration", "SECONDS", in: 1...3600, help: "Length of each step.") var duration = 10.0
     @Option("max-drop-percent", "PCT", in: 0...100, help: "Objective: drops below this on every share.") var maxDropPercent = 1.0
     @Option("max-p99-ms", "MS", in: 0.1...100_000, help: "Objective: capture→encoded p99 below this on every share.") var maxP99Milliseconds = 100.0
+    @Option("warm-up", "SECONDS", in: 0...3600, help: "Leave each share's first seconds (its first keyframe, the picture refining after it) out of the objective (default: 3, or half a shorter step).") var warmUpGiven: Double?
+    var warmUp: Double { warmUpGiven ?? min(3, duration / 2) }
     @Option("report", "PATH", help: "JSON report.") var report = "load-test.json"
     @Option("html", "PATH", help: "HTML report with SVG charts.") var html = "load-test.html"
     @Option("janus", "URL", help: "Stream every share into this Janus (shares dealt across several) and watch it over WebRTC.") var janus: [String] = []
@@ -41,6 +43,7 @@ struct LoadTest: ParsableCommand {
     }
 
     func validate() throws {
+        if let warmUpGiven, warmUpGiven >= duration { throw UsageError("--warm-up \(fixed(warmUpGiven, 1)) s leaves nothing of a \(fixed(duration, 1)) s step: make it shorter than --duration") }
         try checkOutputs([("report", [report]), ("html", [html])])
         for url in janus { _ = try janusURL(url) }
     }
@@ -48,7 +51,7 @@ struct LoadTest: ParsableCommand {
     func run() throws -> Int32 {
         let simulator = try siblingExecutable("broadcast-sim")
         let viewerScript = janus.isEmpty ? nil : try LoadTestViewers.findScript(viewer)
-        let objective = LoadTestReport.Objective(maxDropPercent: maxDropPercent, maxP99Milliseconds: maxP99Milliseconds)
+        let objective = LoadTestReport.Objective(maxDropPercent: maxDropPercent, maxP99Milliseconds: maxP99Milliseconds, warmUpSeconds: warmUp)
         let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         var results = LoadTestReport(size: "\(size.width)x\(size.height)", framesPerSecond: fps, format: "\(format)", cores: cores, hosts: hosts, objective: objective)
 
@@ -58,7 +61,8 @@ struct LoadTest: ParsableCommand {
             let result = try runStep(count, simulator: simulator, hosts: min(hosts, count), size: size, fps: fps, format: format, content: content, bitrate: bitrate,
                                      encodeEveryFrame: encodeEveryFrame, duration: duration, report: results, watch: watch)
             log("load-test: \(count) shares \(result.passed ? "held" : "did not hold"): drops \(fixed(result.dropPercent, 2)) %, p99 \(fixed(result.p99Milliseconds, 1)) ms, "
-                + "\(fixed(result.fps, 1)) fps in total, host CPU \(fixed(result.hostCPUPercent, 0)) %, producers' CPU \(fixed(result.producerCPUPercent, 0)) %")
+                + "\(fixed(result.fps, 1)) fps in total, host CPU \(fixed(result.hostCPUPercent, 0)) %, producers' CPU \(fixed(result.producerCPUPercent, 0)) %"
+                + (result.steadyP99Milliseconds.map { "; after the \(fixed(warmUp, 1)) s warm-up: drops \(fixed(result.steadyDropPercent ?? 0, 2)) %, p99 \(fixed($0, 1)) ms" } ?? ""))
             for failure in result.failures { log("load-test:   \(failure)") }
             return result
         }

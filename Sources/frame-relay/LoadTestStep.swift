@@ -56,10 +56,20 @@ func runStep(
     var finals: [ShareStats] = []
     var nextSample = 1.0
     var producerCPU: [Double] = Array(repeating: 0, count: count)
+    // Each share as it stood at the end of its warm-up: what came after is what the objective judges.
+    let warmUp = UInt64(report.objective.warmUpSeconds * 1e9)
+    var baselines: [ShareStats?] = Array(repeating: nil, count: count)
     var viewerError: Error?
     let traces: [URL]
     (finals, traces) = try hostShares(groups, size: size, encoding: encoding, hosts: hosts, duration: duration, janus: watch?.janus ?? [], work: work, onReady: startProducers, onTick: { snapshots in
-        let elapsed = Double(MonotonicClock.now() - start) / 1e9
+        let now = MonotonicClock.now()
+        let elapsed = Double(now - start) / 1e9
+        if warmUp > 0 {
+            let starts = launcher.startTimes
+            for (index, share) in snapshots.enumerated() where baselines[index] == nil && starts[index] != 0 && now >= starts[index] + warmUp {
+                baselines[index] = share
+            }
+        }
         // Viewers join once the producers run and every mountpoint is open, and watch to the step's end.
         if let viewers, elapsed >= 1, viewerError == nil {
             do { try viewers.startIfReady(snapshots, seconds: duration - elapsed - 0.5) } catch { viewerError = error }
@@ -77,8 +87,8 @@ func runStep(
     let started = try launcher.waitUntilLaunched()
     if let viewerError { throw UsageError("load-test: cannot start the WebRTC viewers: \(viewerError)") }
     let watched = viewers?.results(names: groups.map(\.name), traces: traces) ?? groups.map { _ in nil }
-    let shares = zip(zip(finals, zip(producerCPU, started)), watched).map { pair, viewed in
-        let (share, (cpu, startedAt)) = pair
+    let shares = finals.indices.map { index -> LoadTestReport.Share in
+        let share = finals[index], cpu = producerCPU[index], startedAt = started[index]
         let seconds = max(1e6, Double(end) - Double(startedAt)) / 1e9  // this share's own time
         let written = share.totalWritten
         let dropped = share.totalDropped
@@ -88,7 +98,7 @@ func runStep(
             fps: Double((share.encoded?.frames ?? 0) + (share.encoded?.skipped ?? 0)) / seconds,
             p50Milliseconds: (share.encoded?.captureToEncoded.p50 ?? 0) / 1000, p99Milliseconds: (share.encoded?.captureToEncoded.p99 ?? 0) / 1000,
             hostCPUPercent: share.cpuSeconds / seconds * 100, producerCPUPercent: cpu / seconds * 100, latency: share.encoded?.captureToEncodedBins ?? [],
-            viewers: viewed, startedAfter: Double(startedAt - started[0]) / 1e9)
+            viewers: watched[index], startedAfter: Double(startedAt - started[0]) / 1e9, steady: baselines[index].map { steady(share, since: $0) })
     }
     let framesIn = shares.map(\.framesIn).reduce(0, +), framesOut = shares.map(\.framesOut).reduce(0, +)
     let totalWritten = Double(framesIn)
@@ -100,6 +110,16 @@ func runStep(
         hostCPUPercent: shares.map(\.hostCPUPercent).reduce(0, +), timeline: timeline)
     step.failures = report.failures(shares)
     return step
+}
+
+/// What a share did after `baseline`, the statistics it had at the end of its warm-up.
+private func steady(_ share: ShareStats, since baseline: ShareStats) -> LoadTestReport.Steady {
+    let written = share.totalWritten - min(share.totalWritten, baseline.totalWritten)
+    let dropped = share.totalDropped - min(share.totalDropped, baseline.totalDropped)
+    let bins = LatencyBin.subtracting(baseline.encoded?.captureToEncodedBins ?? [], from: share.encoded?.captureToEncodedBins ?? [])
+    // Nothing encoded after the warm-up (a still screen): no frame waited.
+    let p99 = LatencyBin.percentile(99, of: bins) ?? 0
+    return LoadTestReport.Steady(framesIn: written, dropPercent: written == 0 ? 100 : Double(dropped) / Double(written) * 100, p99Milliseconds: p99 / 1000)
 }
 
 /// Starts a step's producers one after the other, spread over a second, on
@@ -146,6 +166,9 @@ private final class StaggeredLaunch: @unchecked Sendable {
             }
         }.start()
     }
+
+    /// When each producer started so far (CLOCK_MONOTONIC ns; 0: not yet).
+    var startTimes: [UInt64] { state.withLock { $0.started } }
 
     /// The pids of the producers started so far (0: not yet).
     var pids: [Int32] { state.withLock { $0.pids } }

@@ -46,6 +46,28 @@ import Testing
         #expect(LatencyHistogram().bins().isEmpty)
     }
 
+    /// The load test's warm-up: a distribution read twice, the second minus
+    /// the first, is the distribution of what came between; its p99 lies
+    /// within the range that holds it.
+    @Test func whatCameAfterAReadingIsTheDifferenceOfTwoReadings() throws {
+        var histogram = LatencyHistogram()
+        for _ in 0..<500 { histogram.record(90_000_000) }  // a warm-up of 90 ms frames
+        let warm = histogram.bins()
+        var after = LatencyHistogram()
+        for i in 0..<1_000 {
+            let value = UInt64(2_000_000 + i * 10_000)  // 2 … 12 ms
+            histogram.record(value)
+            after.record(value)
+        }
+        let steady = LatencyBin.subtracting(warm, from: histogram.bins())
+        #expect(steady == after.bins())
+        let p99 = try #require(LatencyBin.percentile(99, of: steady))
+        #expect(abs(p99 - 11_900) / 11_900 < 0.2, "\(p99) µs")
+        // Without the warm-up left out, the 90 ms frames are the p99.
+        #expect(try #require(LatencyBin.percentile(99, of: histogram.bins())) > 80_000)
+        #expect(LatencyBin.percentile(99, of: []) == nil)
+    }
+
     @Test func emptyHistogramReportsZero() {
         #expect(LatencyHistogram().percentile(99) == 0)
     }

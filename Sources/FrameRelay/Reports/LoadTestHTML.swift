@@ -34,10 +34,11 @@ public enum LoadTestHTML {
     }
 
     private static func table(_ steps: [LoadTestReport.Step]) -> String {
-        var rows = "<table><tr><th>shares</th><th>result</th><th>frames in</th><th>frames out</th><th>drops %</th><th>fps (total)</th><th>p50 ms</th><th>p99 ms (worst share)</th><th>host CPU %</th><th>producers' CPU %</th><th>why it failed</th></tr>"
+        var rows = "<table><tr><th>shares</th><th>result</th><th>frames in</th><th>frames out</th><th>drops %</th><th>fps (total)</th><th>p50 ms</th><th>p99 ms (worst share)</th><th>after warm-up: drops %, p99 ms</th><th>host CPU %</th><th>producers' CPU %</th><th>why it failed</th></tr>"
         for s in steps.sorted(by: { $0.sessions < $1.sessions }) {
             rows += "<tr><td>\(s.sessions)</td><td class=\"\(s.passed ? "pass" : "fail")\">\(s.passed ? "held" : "failed")</td><td>\(s.framesIn)</td><td>\(s.framesOut)</td>"
-                + "<td>\(fixed(s.dropPercent, 2))</td><td>\(fixed(s.fps, 1))</td><td>\(fixed(s.p50Milliseconds, 1))</td><td>\(fixed(s.p99Milliseconds, 1))</td><td>\(fixed(s.hostCPUPercent, 0))</td>"
+                + "<td>\(fixed(s.dropPercent, 2))</td><td>\(fixed(s.fps, 1))</td><td>\(fixed(s.p50Milliseconds, 1))</td><td>\(fixed(s.p99Milliseconds, 1))</td>"
+                + "<td>\(s.steadyP99Milliseconds.map { "\(fixed(s.steadyDropPercent ?? 0, 2)), \(fixed($0, 1))" } ?? "-")</td><td>\(fixed(s.hostCPUPercent, 0))</td>"
                 + "<td>\(fixed(s.producerCPUPercent, 0))</td><td class=\"fail\" style=\"text-align:left\">\(s.failures.map(\.htmlEscaped).joined(separator: "<br>"))</td></tr>"
         }
         rows += "</table>"

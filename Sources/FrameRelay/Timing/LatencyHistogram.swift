@@ -140,6 +140,33 @@ public struct LatencyBin: Sendable, Codable, Equatable {
         self.count = count
     }
 
+    /// What `later` holds beyond `earlier`: two readings of one growing
+    /// distribution (the same ranges), the second minus the first.
+    public static func subtracting(_ earlier: [LatencyBin], from later: [LatencyBin]) -> [LatencyBin] {
+        var before: [Double: UInt64] = [:]
+        for bin in earlier { before[bin.low] = bin.count }
+        return later.compactMap { bin in
+            let count = bin.count - Swift.min(bin.count, before[bin.low] ?? 0)
+            return count == 0 ? nil : LatencyBin(low: bin.low, high: bin.high, count: count)
+        }
+    }
+
+    /// The value at percentile `p` (0–100) of a distribution, placed within
+    /// its range by rank (so within that range's width, a fifth of its value
+    /// at four ranges an octave); nil when empty.
+    public static func percentile(_ p: Double, of bins: [LatencyBin]) -> Double? {
+        let total = bins.map(\.count).reduce(0, +)
+        guard total > 0 else { return nil }
+        let rank = Swift.max(1, (p / 100 * Double(total)).rounded(.up))
+        var seen = 0.0
+        for bin in bins.sorted(by: { $0.low < $1.low }) {
+            let next = seen + Double(bin.count)
+            if next >= rank { return bin.low + (bin.high - bin.low) * (rank - seen) / Double(bin.count) }
+            seen = next
+        }
+        return bins.map(\.high).max()
+    }
+
     /// Several distributions of the same ranges (from ``LatencyHistogram/bins(perOctave:)``
     /// with the same `perOctave`) added together.
     public static func merged(_ distributions: [[LatencyBin]]) -> [LatencyBin] {

@@ -13,11 +13,20 @@ final class BenchmarkRunner {
         self.filter = filter
     }
 
-    /// Runs `body` if `name` matches the filter; it returns its results.
+    /// Runs `body` if `name` matches the filter (contains it, or is the
+    /// group of a narrower filter such as `content.clip`); it returns its
+    /// results, of which only those matching a narrower filter are kept.
     func run(_ name: String, _ body: () throws -> [BenchmarkResult]) rethrows {
-        if let filter, !name.contains(filter) { return }
+        if let filter, !name.contains(filter), !filter.hasPrefix(name + ".") { return }
         FileHandle.standardError.write(Data("running \(name)…\n".utf8))
-        results += try body()
+        let found = try body()
+        results += found.filter { result in filter.map { !$0.hasPrefix(name + ".") || result.name.hasPrefix($0) } ?? true }
+    }
+
+    /// Whether a case named `name` inside the group being run is wanted (a narrower filter leaves others out).
+    func wants(_ name: String) -> Bool {
+        guard let filter, filter.contains(".") else { return true }
+        return name.hasPrefix(filter) || filter.hasPrefix(name)
     }
 
     /// The results as a table: name, value (the median over runs) and, after several runs, their range.

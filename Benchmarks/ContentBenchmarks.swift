@@ -45,12 +45,12 @@ private final class ContentRun {
 /// everywhere in every frame) and on every content model, at 720p and
 /// 30 frames/s of media time, fed as fast as the host takes them. Both
 /// ways see the same frames, interleaved frame by frame.
-func contentBenchmarks(quick: Bool, clip: String?) throws -> [BenchmarkResult] {
+func contentBenchmarks(quick: Bool, clip: String?, wants: (String) -> Bool = { _ in true }) throws -> [BenchmarkResult] {
     var results: [BenchmarkResult] = []
     let width = 1280, height = 720
     var sources = ["pattern"] + ContentScreen.Content.allCases.map(\.rawValue)
     if clip != nil { sources.insert("clip", at: 0) }
-    for source in sources {
+    for source in sources where wants("content.\(source).720p") {
         let count = source == "mixed" ? (quick ? 600 : 1800) : (quick ? 150 : 360)
         let frames = try ContentFrames(source, width: width, height: height, clip: clip)
         let capacity = try PixelBuffer.capacity(width: width, height: height, format: .i420)

@@ -274,7 +274,7 @@ func sideBySide(clip: String, input: PixelFormat, fps: Double, count: Int, round
     let root = keep.map { URL(fileURLWithPath: $0).appendingPathComponent("\(input)-\(mode)") }
         ?? FileManager.default.temporaryDirectory.appendingPathComponent("frame-relay-side-by-side-\(getpid())")
     defer { if keep == nil { try? FileManager.default.removeItem(at: root) } }
-    let base = 42_000 + 8 * Int(getpid() % 1000)
+    let base = 42_000 + 2 * SideBySide.Pipeline.allCases.count * Int(getpid() % 1000)
     var outcomes: [SideBySide.Pipeline: [SideBySide.Outcome]] = [:]
     for round in 0..<rounds {
         let work = root.appendingPathComponent("round-\(round + 1)")

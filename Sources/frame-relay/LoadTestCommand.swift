@@ -29,8 +29,9 @@ struct LoadTest: ParsableCommand {
     @Option("duration", "SECONDS", in: 1...3600, help: "Length of each step.") var duration = 10.0
     @Option("max-drop-percent", "PCT", in: 0...100, help: "Objective: drops below this on every share.") var maxDropPercent = 1.0
     @Option("max-p99-ms", "MS", in: 0.1...100_000, help: "Objective: capture→encoded p99 below this on every share.") var maxP99Milliseconds = 100.0
-    @Option("warm-up", "SECONDS", in: 0...3600, help: "Leave each share's first seconds (its first keyframe, the picture refining after it) out of the objective (default: 3, or half a shorter step).") var warmUpGiven: Double?
-    var warmUp: Double { warmUpGiven ?? min(3, duration / 2) }
+    @Option("warm-up", "SECONDS", in: 0...3600, help: "Leave each share's first seconds (its first keyframe, the picture refining after it) out of the objective (default: 3, or half of what a shorter step leaves after the last share's start).") var warmUpGiven: Double?
+    /// The shares start over the step's first second: the last one's warm-up must end within the step.
+    var warmUp: Double { warmUpGiven ?? min(3, max(0, (duration - 1) / 2)) }
     @Option("report", "PATH", help: "JSON report.") var report = "load-test.json"
     @Option("html", "PATH", help: "HTML report with SVG charts.") var html = "load-test.html"
     @Option("janus", "URL", help: "Stream every share into this Janus (shares dealt across several) and watch it over WebRTC.") var janus: [String] = []
@@ -43,7 +44,9 @@ struct LoadTest: ParsableCommand {
     }
 
     func validate() throws {
-        if let warmUpGiven, warmUpGiven >= duration { throw UsageError("--warm-up \(fixed(warmUpGiven, 1)) s leaves nothing of a \(fixed(duration, 1)) s step: make it shorter than --duration") }
+        if let warmUpGiven, warmUpGiven > 0, warmUpGiven >= duration - 1 {
+            throw UsageError("--warm-up \(fixed(warmUpGiven, 1)) s leaves nothing of a \(fixed(duration, 1)) s step after its last share starts (within its first second): make it shorter than --duration - 1")
+        }
         try checkOutputs([("report", [report]), ("html", [html])])
         for url in janus { _ = try janusURL(url) }
     }

@@ -98,7 +98,7 @@ func runStep(
             fps: Double((share.encoded?.frames ?? 0) + (share.encoded?.skipped ?? 0)) / seconds,
             p50Milliseconds: (share.encoded?.captureToEncoded.p50 ?? 0) / 1000, p99Milliseconds: (share.encoded?.captureToEncoded.p99 ?? 0) / 1000,
             hostCPUPercent: share.cpuSeconds / seconds * 100, producerCPUPercent: cpu / seconds * 100, latency: share.encoded?.captureToEncodedBins ?? [],
-            viewers: watched[index], startedAfter: Double(startedAt - started[0]) / 1e9, steady: baselines[index].map { steady(share, since: $0) })
+            viewers: watched[index], startedAfter: Double(startedAt - started[0]) / 1e9, steady: baselines[index].flatMap { steady(share, since: $0) })
     }
     let framesIn = shares.map(\.framesIn).reduce(0, +), framesOut = shares.map(\.framesOut).reduce(0, +)
     let totalWritten = Double(framesIn)
@@ -112,14 +112,17 @@ func runStep(
     return step
 }
 
-/// What a share did after `baseline`, the statistics it had at the end of its warm-up.
-private func steady(_ share: ShareStats, since baseline: ShareStats) -> LoadTestReport.Steady {
+/// What a share did after `baseline`, the statistics it had at the end of
+/// its warm-up; nil when nothing came after it (a reading taken at the
+/// step's last moment), and the share is judged on all its frames.
+private func steady(_ share: ShareStats, since baseline: ShareStats) -> LoadTestReport.Steady? {
     let written = share.totalWritten - min(share.totalWritten, baseline.totalWritten)
+    guard written > 0 else { return nil }
     let dropped = share.totalDropped - min(share.totalDropped, baseline.totalDropped)
     let bins = LatencyBin.subtracting(baseline.encoded?.captureToEncodedBins ?? [], from: share.encoded?.captureToEncodedBins ?? [])
     // Nothing encoded after the warm-up (a still screen): no frame waited.
     let p99 = LatencyBin.percentile(99, of: bins) ?? 0
-    return LoadTestReport.Steady(framesIn: written, dropPercent: written == 0 ? 100 : Double(dropped) / Double(written) * 100, p99Milliseconds: p99 / 1000)
+    return LoadTestReport.Steady(framesIn: written, dropPercent: Double(dropped) / Double(written) * 100, p99Milliseconds: p99 / 1000)
 }
 
 /// Starts a step's producers one after the other, spread over a second, on

@@ -89,7 +89,7 @@ import Testing
         (["demo", "--fps", "0"], "invalid --fps \"0\""),
         (["load-test", "--html", "/nonexistent/x.html"], "cannot write --html /nonexistent/x.html"),
         (["load-test", "--retries", "2"], "--retries needs --ramp"),
-        (["load-test", "--warm-up", "10", "--duration", "5"], "--warm-up 10.0 s leaves nothing of a 5.0 s step: make it shorter than --duration"),
+        (["load-test", "--warm-up", "4.5", "--duration", "5"], "--warm-up 4.5 s leaves nothing of a 5.0 s step after its last share starts"),
         (["load-test", "--content", "desk"], "invalid --content \"desk\": pattern or one of still, typing"),
     ]
 

@@ -178,6 +178,19 @@ import Testing
         #expect((asked.encoded?.keyframes ?? 0) == 2, "\(asked.encoded?.keyframes ?? 0) keyframes")
     }
 
+    /// A receiver's promise to ask lapses 5 s after its last report: when it
+    /// leaves, whatever takes its port next may never ask, and gets periodic
+    /// keyframes again.
+    @Test func periodicKeyframesComeBackWhenTheReceiverThatAskedLeaves() throws {
+        let port = 47_000 + 2 * Int(getpid() % 2000)
+        let leaving = Spawned(Paths.executable("frame-relay"), ["receive", "--port", "\(port)", "--duration", "2.5", "--quiet"])
+        usleep(300_000)
+        let share = try streamPattern(["--rtp", "127.0.0.1:\(port)"], seconds: 10)
+        #expect(leaving.wait(timeout: 30) == 0)
+        // The first keyframe, then none while the receiver reports; periodic ones once its promise lapsed (about 7 s in).
+        #expect((share.encoded?.keyframes ?? 0) >= 2, "\(share.encoded?.keyframes ?? 0) keyframes")
+    }
+
     /// The synthetic screen streamed for `seconds` by a host with `hostArguments`; `during` runs once both are up.
     private func streamPattern(_ hostArguments: [String], seconds: Int, during: () throws -> Void = {}) throws -> ShareStats {
         let group = uniqueGroup("kf")

@@ -26,6 +26,18 @@ struct RTCPTests {
         #expect(second.jitter == 0)
     }
 
+    /// Hostile timestamps and a receiver left running for days do not trap.
+    @Test func timestampsHalfTheClockApartAndAnOldSenderReportDoNotTrap() {
+        var reception = ReceptionStatistics(first: 1)
+        reception.record(sequence: 1, timestamp: 0, arrival: 0)
+        reception.record(sequence: 2, timestamp: 0x8000_0000, arrival: 0)  // transit differs by exactly 2^31
+        reception.record(sequence: 3, timestamp: 0, arrival: 0)
+        reception.senderReport(ntp: 1 << 32, arrival: 0)
+        let block = reception.block(now: 400 * 3_600 * 1_000_000_000)  // 400 h after that report
+        #expect(block.delaySinceLastSenderReport == UInt32.max)
+        #expect(block.jitter > 0)
+    }
+
     @Test func aReceiversReportSaysItAsksAndCarriesTheLossAndTheLastSenderReport() {
         var reception = ReceptionStatistics(first: 100)
         reception.record(sequence: 100, timestamp: 0, arrival: 0)
@@ -37,16 +49,16 @@ struct RTCPTests {
         #expect(block.lastSenderReport == 0x5678_9ABC)
         #expect(block.delaySinceLastSenderReport == 32_768)  // 0.5 s in 1/65536 s
         var length = RTCP.writeReceiverReport(into: buffer, sender: 7, media: 0xAABB_CCDD, block: block)
-        length += RTCP.writeAsksForRepair(into: buffer + length, sender: 7)
-        #expect(length == 44)
+        length += RTCP.writeAsksForRepair(into: buffer + length, sender: 7, media: 0xAABB_CCDD)
+        #expect(length == 48)
         var feedback = RTCP.Feedback()
         RTCP.parse(UnsafeRawBufferPointer(start: buffer, count: length), ssrc: 0xAABB_CCDD, into: &feedback)
         #expect(feedback.receiverReports == 1 && feedback.asksForRepair)
         #expect(feedback.fractionLost == 85)  // 1 of 3 lost
-        // A report about another stream says nothing about ours, but the receiver still asks.
+        // A report about another stream says nothing about ours, and its promise is for that stream only.
         var other = RTCP.Feedback()
         RTCP.parse(UnsafeRawBufferPointer(start: buffer, count: length), ssrc: 1, into: &other)
-        #expect(other.fractionLost == nil && other.asksForRepair)
+        #expect(other.fractionLost == nil && !other.asksForRepair)
         // Cut short, the APP packet is not read.
         var cut = RTCP.Feedback()
         RTCP.parse(UnsafeRawBufferPointer(start: buffer, count: length - 4), ssrc: 0xAABB_CCDD, into: &cut)

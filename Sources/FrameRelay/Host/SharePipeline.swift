@@ -97,7 +97,7 @@ public final class SharePipeline {
                 throw InvalidFrame.undecodable(frameNumber: metadata.frameNumber, reason: "\(error)")
             }
             // Periodic keyframes only while some receiver cannot ask for one.
-            encoder.periodicKeyframes = rtp.map { !$0.everyDestinationAsks } ?? false
+            encoder.periodicKeyframes = rtp.map { !$0.everyDestinationAsks(now: MonotonicClock.now()) } ?? false
             plan = schedule.plan(keyframe: encoder.keyframePending(width: input.width, height: input.height, captureTime: metadata.captureTime))
         }
         switch plan {

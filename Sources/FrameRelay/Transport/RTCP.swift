@@ -18,7 +18,7 @@ enum RTCP {
         var receiverReports = 0
         /// Fraction lost (0–255) from the last report block about us.
         var fractionLost: UInt8?
-        /// The receiver said it asks for what it misses (``writeAsksForRepair(into:sender:)``).
+        /// The receiver said it asks for what it misses in our stream (``writeAsksForRepair(into:sender:media:)``).
         var asksForRepair = false
     }
 
@@ -45,14 +45,17 @@ enum RTCP {
         return 32
     }
 
-    /// Writes the 12-byte APP packet named ``asksForRepairName`` into `out`.
-    static func writeAsksForRepair(into out: UnsafeMutableRawPointer, sender: UInt32) -> Int {
+    /// Writes the 16-byte APP packet named ``asksForRepairName`` into `out`:
+    /// its data is the SSRC of the stream the receiver follows, so that it
+    /// speaks for one stream only, as a PLI or NACK does.
+    static func writeAsksForRepair(into out: UnsafeMutableRawPointer, sender: UInt32, media: UInt32) -> Int {
         out.storeBytes(of: 0x80, as: UInt8.self)
         out.storeBytes(of: application, toByteOffset: 1, as: UInt8.self)
-        out.storeBytes(of: UInt16(2).bigEndian, toByteOffset: 2, as: UInt16.self)
+        out.storeBytes(of: UInt16(3).bigEndian, toByteOffset: 2, as: UInt16.self)
         out.storeBytes(of: sender.bigEndian, toByteOffset: 4, as: UInt32.self)
         out.storeBytes(of: asksForRepairName.bigEndian, toByteOffset: 8, as: UInt32.self)
-        return 12
+        out.storeBytes(of: media.bigEndian, toByteOffset: 12, as: UInt32.self)
+        return 16
     }
 
     /// Writes a 28-byte Sender Report into `out`.
@@ -110,7 +113,7 @@ enum RTCP {
                     let at = blocks + block * 24
                     if u32(at) == ssrc { feedback.fractionLost = bytes[at + 4] }
                 }
-            case application where length >= 12 && u32(offset + 8) == asksForRepairName:
+            case application where length >= 16 && u32(offset + 8) == asksForRepairName && u32(offset + 12) == ssrc:
                 feedback.asksForRepair = true
             case payloadFeedback where length >= 12:
                 let media = u32(offset + 8)

@@ -235,8 +235,11 @@ public final class RTPReceiver {
         lastReport = now
         let block = reception!.block(now: now)
         var length = RTCP.writeReceiverReport(into: feedbackBuffer, sender: receiverSSRC, media: stats.ssrc, block: block)
-        length += RTCP.writeAsksForRepair(into: feedbackBuffer + length, sender: receiverSSRC)
-        if sendFeedback(length) { stats.receiverReportsSent += 1 }
+        length += RTCP.writeAsksForRepair(into: feedbackBuffer + length, sender: receiverSSRC, media: stats.ssrc)
+        // Outside the repair budget: one report a second whatever arrives, so a
+        // forged stream cannot make more of them, and a still stream's few
+        // bytes a second leave their budget to NACK and PLI.
+        if (try? rtcpSocket.send(UnsafeRawBufferPointer(start: feedbackBuffer, count: length), to: sender!)) == length { stats.receiverReportsSent += 1 }
     }
 
     private func sendPLI(now: UInt64) {

@@ -33,9 +33,14 @@ public final class RTPSession {
     private var feedback = RTCP.Feedback()
     public private(set) var stats = TransportStats()
     /// Per destination: whether its host has asked for anything (NACK, PLI,
-    /// FIR) or said it will (``RTCP/asksForRepairName``): a receiver that
-    /// asks needs no periodic keyframes.
+    /// FIR): a receiver that asks needs no periodic keyframes.
     private var asks: [Bool]
+    /// Per destination: when its RTCP port last said it will ask
+    /// (``RTCP/asksForRepairName``, once a second in its reports); the
+    /// promise lapses after ``promiseLifetime`` without one, when that
+    /// receiver may have left and something that never asks taken its port.
+    private var promised: [UInt64]
+    static let promiseLifetime: UInt64 = 5_000_000_000
 
     /// Opens the sockets; throws a ``TransportError`` naming what failed.
     public init(options: Options) throws(TransportError) {
@@ -67,6 +72,7 @@ public final class RTPSession {
         rtcpDestinations = options.destinations.map { $0.withPort($0.port + 1) }
         feedback.nacked.reserveCapacity(256)
         asks = Array(repeating: false, count: options.destinations.count)
+        promised = Array(repeating: 0, count: options.destinations.count)
     }
 
     private static func system<T: ~Copyable>(_ body: () throws(SystemError) -> T) throws(TransportError) -> T {
@@ -78,7 +84,9 @@ public final class RTPSession {
     /// (`frame-relay receive`, in its receiver reports), so that keyframes
     /// can wait until one is asked for; a destination that never asks (an
     /// SDP file read by ffmpeg, a plain UDP sink) needs periodic ones.
-    public var everyDestinationAsks: Bool { !asks.contains(false) }
+    public func everyDestinationAsks(now: UInt64) -> Bool {
+        asks.indices.allSatisfy { asks[$0] || (promised[$0] != 0 && now &- promised[$0] < Self.promiseLifetime) }
+    }
 
     deinit {
         scratch.deallocate()
@@ -157,8 +165,14 @@ public final class RTPSession {
             if let lost = feedback.fractionLost { stats.lastFractionLost = Double(lost) / 256 }
             stats.receiverReports = UInt64(feedback.receiverReports) + stats.receiverReports
             if feedback.pictureLoss || fir { keyframe = true }
-            if feedback.pictureLoss || fir || !feedback.nacked.isEmpty || feedback.asksForRepair {
+            if feedback.pictureLoss || fir || !feedback.nacked.isEmpty {
                 for (index, destination) in options.destinations.enumerated() where destination.address.sameHost(as: from) { asks[index] = true }
+            }
+            // A promise speaks for the one destination whose RTCP port it comes from.
+            if feedback.asksForRepair {
+                for (index, destination) in rtcpDestinations.enumerated() where destination.address.sameHost(as: from) && from.port == destination.port {
+                    promised[index] = now
+                }
             }
             for sequence in feedback.nacked { resend(sequence, now: now) }
         }

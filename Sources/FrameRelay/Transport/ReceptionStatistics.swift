@@ -43,7 +43,8 @@ struct ReceptionStatistics {
         guard ahead > 0 else { return }
         let transit = Int64(arrival / 100_000 * 9 + arrival % 100_000 * 9 / 100_000) &- Int64(timestamp)
         if let last = lastTransit {
-            let d = Double(abs(Int32(truncatingIfNeeded: transit &- last)))
+            // The magnitude, not abs(): a hostile timestamp 2^31 away would trap abs(Int32.min).
+            let d = Double(Int32(truncatingIfNeeded: transit &- last).magnitude)
             jitter += (d - jitter) / 16
         }
         lastTransit = transit
@@ -66,7 +67,11 @@ struct ReceptionStatistics {
         receivedPrior = received
         let lostInterval = Int64(expectedInterval) - Int64(receivedInterval)
         let fraction = expectedInterval == 0 || lostInterval <= 0 ? 0 : UInt8(min(255, (lostInterval << 8) / Int64(expectedInterval)))
-        let delay = senderReportArrival.map { UInt32(truncatingIfNeeded: (now &- $0) * 65_536 / 1_000_000_000) } ?? 0
+        // In 1/65536 s, saturated (a report older than 18 h); split so that no product overflows.
+        let delay = senderReportArrival.map { arrival -> UInt32 in
+            let elapsed = now &- arrival
+            return UInt32(clamping: elapsed / 1_000_000_000 * 65_536 + elapsed % 1_000_000_000 * 65_536 / 1_000_000_000)
+        } ?? 0
         return Block(fractionLost: fraction, cumulativeLost: Int32(max(-0x80_0000, min(0x7F_FFFF, lost))),
                      extendedHighestSequence: highest, jitter: UInt32(jitter), lastSenderReport: senderReportNTP,
                      delaySinceLastSenderReport: delay)

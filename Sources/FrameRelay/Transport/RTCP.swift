@@ -31,11 +31,7 @@ enum RTCP {
 
     /// Writes a 32-byte Receiver Report with one report block into `out`.
     static func writeReceiverReport(into out: UnsafeMutableRawPointer, sender: UInt32, media: UInt32, block: ReceptionStatistics.Block) -> Int {
-        out.storeBytes(of: 0x81, as: UInt8.self)  // one report block
-        out.storeBytes(of: receiverReport, toByteOffset: 1, as: UInt8.self)
-        out.storeBytes(of: UInt16(7).bigEndian, toByteOffset: 2, as: UInt16.self)
-        out.storeBytes(of: sender.bigEndian, toByteOffset: 4, as: UInt32.self)
-        out.storeBytes(of: media.bigEndian, toByteOffset: 8, as: UInt32.self)
+        writeHeader(into: out, count: 1, type: receiverReport, words: 7, sender: sender, then: media)  // one report block, about `media`
         let lost = UInt32(bitPattern: block.cumulativeLost) & 0xFF_FFFF
         out.storeBytes(of: (UInt32(block.fractionLost) << 24 | lost).bigEndian, toByteOffset: 12, as: UInt32.self)
         out.storeBytes(of: block.extendedHighestSequence.bigEndian, toByteOffset: 16, as: UInt32.self)
@@ -49,11 +45,7 @@ enum RTCP {
     /// its data is the SSRC of the stream the receiver follows, so that it
     /// speaks for one stream only, as a PLI or NACK does.
     static func writeAsksForRepair(into out: UnsafeMutableRawPointer, sender: UInt32, media: UInt32) -> Int {
-        out.storeBytes(of: 0x80, as: UInt8.self)
-        out.storeBytes(of: application, toByteOffset: 1, as: UInt8.self)
-        out.storeBytes(of: UInt16(3).bigEndian, toByteOffset: 2, as: UInt16.self)
-        out.storeBytes(of: sender.bigEndian, toByteOffset: 4, as: UInt32.self)
-        out.storeBytes(of: asksForRepairName.bigEndian, toByteOffset: 8, as: UInt32.self)
+        writeHeader(into: out, count: 0, type: application, words: 3, sender: sender, then: asksForRepairName)
         out.storeBytes(of: media.bigEndian, toByteOffset: 12, as: UInt32.self)
         return 16
     }
@@ -72,7 +64,7 @@ enum RTCP {
 
     /// Writes a 16-byte generic NACK (RFC 4585 §6.2.1) for one lost packet into `out`.
     static func writeNACK(into out: UnsafeMutableRawPointer, sender: UInt32, media: UInt32, sequence: UInt16) -> Int {
-        writeFeedbackHeader(into: out, format: 1, type: transportFeedback, words: 3, sender: sender, media: media)
+        writeHeader(into: out, count: 1, type: transportFeedback, words: 3, sender: sender, then: media)
         out.storeBytes(of: sequence.bigEndian, toByteOffset: 12, as: UInt16.self)
         out.storeBytes(of: UInt16(0), toByteOffset: 14, as: UInt16.self)  // no following packets lost
         return 16
@@ -80,16 +72,19 @@ enum RTCP {
 
     /// Writes a 12-byte Picture Loss Indication (RFC 4585 §6.3.1) into `out`.
     static func writePLI(into out: UnsafeMutableRawPointer, sender: UInt32, media: UInt32) -> Int {
-        writeFeedbackHeader(into: out, format: 1, type: payloadFeedback, words: 2, sender: sender, media: media)
+        writeHeader(into: out, count: 1, type: payloadFeedback, words: 2, sender: sender, then: media)
         return 12
     }
 
-    private static func writeFeedbackHeader(into out: UnsafeMutableRawPointer, format: UInt8, type: UInt8, words: UInt16, sender: UInt32, media: UInt32) {
-        out.storeBytes(of: 0x80 | format, as: UInt8.self)
+    /// The 12 bytes these packets begin with: version 2, `count` (report
+    /// blocks, feedback format or APP subtype), `type`, the length in words
+    /// less one, the sender's SSRC, then one word (the media SSRC, or the APP name).
+    private static func writeHeader(into out: UnsafeMutableRawPointer, count: UInt8, type: UInt8, words: UInt16, sender: UInt32, then word: UInt32) {
+        out.storeBytes(of: 0x80 | count, as: UInt8.self)
         out.storeBytes(of: type, toByteOffset: 1, as: UInt8.self)
         out.storeBytes(of: words.bigEndian, toByteOffset: 2, as: UInt16.self)
         out.storeBytes(of: sender.bigEndian, toByteOffset: 4, as: UInt32.self)
-        out.storeBytes(of: media.bigEndian, toByteOffset: 8, as: UInt32.self)
+        out.storeBytes(of: word.bigEndian, toByteOffset: 8, as: UInt32.self)
     }
 
     /// Parses a compound packet, keeping only what concerns `ssrc`. Never

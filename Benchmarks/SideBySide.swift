@@ -311,32 +311,26 @@ func sideBySide(clip: String, input: PixelFormat, fps: Double, count: Int, round
     // Ratios round by round (ours against each peer measured in the same round, a
     // minute apart at most), then their median: the shared machine's load drifts
     // between rounds far more than within one.
+    func ratio(_ name: String, _ values: [Double]) {
+        guard !values.isEmpty else { return }
+        results.append(BenchmarkResult(name: "side_by_side.\(input).\(mode).\(name)", unit: "x", value: median(values),
+            extra: "median of " + values.map { fixed($0, 2) }.joined(separator: " / ")))
+    }
+    func p99Ratios(_ mine: [SideBySide.Outcome], _ theirs: [SideBySide.Outcome]) -> [Double] {
+        zip(mine, theirs).compactMap { pair -> Double? in
+            guard let a = pair.0.glassToGlass?.p99, let b = pair.1.glassToGlass?.p99, b > 0 else { return nil }
+            return a / b
+        }
+    }
     // Ours on its defaults against the plain loop's periodic keyframes: the keyframe tail that asking receivers avoid.
     if let ours = outcomes[.oursDefault], let plain = outcomes[.plain], plain.count == ours.count {
-        let tail = zip(ours, plain).compactMap { pair -> Double? in
-            guard let mine = pair.0.glassToGlass?.p99, let theirs = pair.1.glassToGlass?.p99, theirs > 0 else { return nil }
-            return mine / theirs
-        }
-        if !tail.isEmpty {
-            results.append(BenchmarkResult(name: "side_by_side.\(input).\(mode).default_p99_ratio_to_plain_libvpx", unit: "x", value: median(tail),
-                extra: "median of " + tail.map { fixed($0, 2) }.joined(separator: " / ")))
-        }
+        ratio("default_p99_ratio_to_plain_libvpx", p99Ratios(ours, plain))
     }
     if let ours = outcomes[.ours] {
         for peer in SideBySide.Pipeline.allCases where peer != .ours && peer != .oursDefault {
             guard let other = outcomes[peer], other.count == ours.count else { continue }
-            let key = peer.resultKey
-            let speed = zip(ours, other).map { throughput($0) / max(throughput($1), 0.001) }
-            results.append(BenchmarkResult(name: "side_by_side.\(input).\(mode).throughput_ratio_to_\(key)", unit: "x", value: median(speed),
-                extra: "median of " + speed.map { fixed($0, 2) }.joined(separator: " / ")))
-            let tail = zip(ours, other).compactMap { pair -> Double? in
-                guard let mine = pair.0.glassToGlass?.p99, let theirs = pair.1.glassToGlass?.p99, theirs > 0 else { return nil }
-                return mine / theirs
-            }
-            if peer != .plain, !tail.isEmpty {
-                results.append(BenchmarkResult(name: "side_by_side.\(input).\(mode).p99_ratio_to_\(key)", unit: "x", value: median(tail),
-                    extra: "median of " + tail.map { fixed($0, 2) }.joined(separator: " / ")))
-            }
+            ratio("throughput_ratio_to_\(peer.resultKey)", zip(ours, other).map { throughput($0) / max(throughput($1), 0.001) })
+            if peer != .plain { ratio("p99_ratio_to_\(peer.resultKey)", p99Ratios(ours, other)) }
         }
     }
     return results

@@ -231,7 +231,7 @@ public final class RTPReceiver {
     /// A Receiver Report about the followed stream and the APP packet that
     /// says this receiver asks for repairs, as one compound packet.
     private func sendReport(now: UInt64) {
-        guard sender != nil, reception != nil else { return }
+        guard let sender, reception != nil else { return }
         lastReport = now
         let block = reception!.block(now: now)
         var length = RTCP.writeReceiverReport(into: feedbackBuffer, sender: receiverSSRC, media: stats.ssrc, block: block)
@@ -239,7 +239,7 @@ public final class RTPReceiver {
         // Outside the repair budget: one report a second whatever arrives, so a
         // forged stream cannot make more of them, and a still stream's few
         // bytes a second leave their budget to NACK and PLI.
-        if (try? rtcpSocket.send(UnsafeRawBufferPointer(start: feedbackBuffer, count: length), to: sender!)) == length { stats.receiverReportsSent += 1 }
+        if (try? rtcpSocket.send(UnsafeRawBufferPointer(start: feedbackBuffer, count: length), to: sender)) == length { stats.receiverReportsSent += 1 }
     }
 
     private func sendPLI(now: UInt64) {

@@ -229,17 +229,24 @@ public final class RTPReceiver {
     }
 
     /// A Receiver Report about the followed stream and the APP packet that
-    /// says this receiver asks for repairs, as one compound packet.
+    /// says this receiver asks for repairs, as one compound packet, within
+    /// the feedback budget like all feedback: a stream of a few hundred bytes
+    /// a second (a still screen's idle repeats) still carries one every few
+    /// seconds, inside the 5 s a sender keeps the promise.
     private func sendReport(now: UInt64) {
-        guard let sender, reception != nil else { return }
+        guard sender != nil, reception != nil else { return }
         lastReport = now
+        let length = 48
+        // Withheld, the report is not computed: the next one's fraction lost covers both seconds.
+        guard withinBudget(length) else {
+            stats.feedbackWithheld += 1
+            return
+        }
         let block = reception!.block(now: now)
-        var length = RTCP.writeReceiverReport(into: feedbackBuffer, sender: receiverSSRC, media: stats.ssrc, block: block)
-        length += RTCP.writeAsksForRepair(into: feedbackBuffer + length, sender: receiverSSRC, media: stats.ssrc)
-        // Outside the repair budget: one report a second whatever arrives, so a
-        // forged stream cannot make more of them, and a still stream's few
-        // bytes a second leave their budget to NACK and PLI.
-        if (try? rtcpSocket.send(UnsafeRawBufferPointer(start: feedbackBuffer, count: length), to: sender)) == length { stats.receiverReportsSent += 1 }
+        var written = RTCP.writeReceiverReport(into: feedbackBuffer, sender: receiverSSRC, media: stats.ssrc, block: block)
+        written += RTCP.writeAsksForRepair(into: feedbackBuffer + written, sender: receiverSSRC, media: stats.ssrc)
+        precondition(written == length)
+        if sendFeedback(length) { stats.receiverReportsSent += 1 }
     }
 
     private func sendPLI(now: UInt64) {
@@ -253,11 +260,15 @@ public final class RTPReceiver {
     /// address (learned from its Sender Reports), within the feedback budget.
     private func sendFeedback(_ length: Int) -> Bool {
         guard let sender else { return false }
-        guard (stats.feedbackBytes + UInt64(length)) * Self.feedbackBudget <= stats.bytesReceived else {
+        guard withinBudget(length) else {
             stats.feedbackWithheld += 1
             return false
         }
         stats.feedbackBytes += UInt64(length)
         return (try? rtcpSocket.send(UnsafeRawBufferPointer(start: feedbackBuffer, count: length), to: sender)) == length
+    }
+
+    private func withinBudget(_ length: Int) -> Bool {
+        (stats.feedbackBytes + UInt64(length)) * Self.feedbackBudget <= stats.bytesReceived
     }
 }

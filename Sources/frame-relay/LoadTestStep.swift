@@ -64,14 +64,14 @@ func runStep(
     (finals, traces) = try hostShares(groups, size: size, encoding: encoding, hosts: hosts, duration: duration, janus: watch?.janus ?? [], work: work, onReady: startProducers, onTick: { snapshots in
         let now = MonotonicClock.now()
         let elapsed = Double(now - start) / 1e9
+        let starts = launcher.startTimes
         if warmUp > 0 {
-            let starts = launcher.startTimes
             for (index, share) in snapshots.enumerated() where baselines[index] == nil && starts[index] != 0 && now >= starts[index] + warmUp {
                 baselines[index] = share
             }
         }
-        // Viewers join once the producers run and every mountpoint is open, and watch to the step's end.
-        if let viewers, elapsed >= 1, viewerError == nil {
+        // Viewers join a second after the last producer started, once every mountpoint is open, and watch to the step's end.
+        if let viewers, !starts.contains(0), now >= starts.max()! + 1_000_000_000, viewerError == nil {
             do { try viewers.startIfReady(snapshots, seconds: duration - elapsed - 0.5) } catch { viewerError = error }
         }
         if elapsed >= nextSample {

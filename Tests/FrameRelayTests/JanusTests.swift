@@ -255,7 +255,7 @@ import Testing
         let run = inNamespace("""
             $FR janus --address 10.200.0.1 --port 18188 > $D/janus.log 2>&1 & J=$!
             \(waitFor("Ctrl-C", in: "$D/janus.log"))
-            $FR load-test --sessions 2 --hosts \(hosts) --janus http://10.200.0.1:18188/janus --viewers 2 --size 320x240 --fps 15 --duration 8 \
+            $FR load-test --sessions 2 --hosts \(hosts) --janus http://10.200.0.1:18188/janus --viewers 2 --size 320x240 --fps 15 --duration 10 \
               --report $D/load.json --html $D/load.html
             echo "load-test exit $?"
             kill -INT $J; wait

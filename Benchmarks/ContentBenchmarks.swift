@@ -72,6 +72,10 @@ func contentBenchmarks(quick: Bool, clip: String?, wants: (String) -> Bool = { _
                 + "\(fixed(Double(count) / (cpuEvery / 1e6), 0)) vs \(fixed(Double(count) / (cpuAware / 1e6), 0)) frames per CPU second"))
         results.append(BenchmarkResult(name: name + ".every_frame.frames_per_cpu_second", unit: "fps", value: Double(count) / (cpuEvery / 1e6)))
         results.append(BenchmarkResult(name: name + ".changed_only.frames_per_cpu_second", unit: "fps", value: Double(count) / (cpuAware / 1e6)))
+        let seconds = Double(count) / 30
+        let kbpsEvery = Double(every.relay.pipeline.stats.bytes) * 8 / seconds / 1000, kbpsAware = Double(aware.relay.pipeline.stats.bytes) * 8 / seconds / 1000
+        results.append(BenchmarkResult(name: name + ".every_frame.kbps", unit: "kbit/s", value: kbpsEvery))
+        results.append(BenchmarkResult(name: name + ".changed_only.kbps", unit: "kbit/s", value: kbpsAware))
         results.append(BenchmarkResult(name: name + ".every_frame.viewer_psnr", unit: "dB", value: psnrEvery))
         results.append(BenchmarkResult(name: name + ".changed_only.viewer_psnr", unit: "dB", value: psnrAware,
             extra: "\(fixed(psnrAware - psnrEvery, 2)) dB against encoding every frame"))

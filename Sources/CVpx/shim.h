@@ -50,13 +50,17 @@ static inline vpx_codec_err_t cvpx_screen_share_config(vpx_codec_enc_cfg_t *cfg,
     return VPX_CODEC_OK;
 }
 
+/// WebRTC's static threshold for screens: a macroblock whose prediction
+/// error is under it is coded as unchanged.
+#define CVPX_STATIC_THRESHOLD 100
+
 /// The screen-share controls after init (cpu-used, static threshold 100,
 /// screen-content mode, no noise sensitivity, one token partition, intra
 /// bitrate cap); returns the first error.
 static inline vpx_codec_err_t cvpx_screen_share_controls(vpx_codec_ctx_t *ctx, int speed, int screen_mode, int max_intra_pct) {
     vpx_codec_err_t err;
     if ((err = vpx_codec_control_(ctx, VP8E_SET_CPUUSED, speed)) != VPX_CODEC_OK) return err;
-    if ((err = vpx_codec_control_(ctx, VP8E_SET_STATIC_THRESHOLD, 100)) != VPX_CODEC_OK) return err;
+    if ((err = vpx_codec_control_(ctx, VP8E_SET_STATIC_THRESHOLD, CVPX_STATIC_THRESHOLD)) != VPX_CODEC_OK) return err;
     if ((err = vpx_codec_control_(ctx, VP8E_SET_SCREEN_CONTENT_MODE, screen_mode)) != VPX_CODEC_OK) return err;
     if ((err = vpx_codec_control_(ctx, VP8E_SET_NOISE_SENSITIVITY, 0)) != VPX_CODEC_OK) return err;
     if ((err = vpx_codec_control_(ctx, VP8E_SET_TOKEN_PARTITIONS, VP8_ONE_TOKENPARTITION)) != VPX_CODEC_OK) return err;
@@ -78,3 +82,20 @@ static inline int cvpx_last_quantizer(vpx_codec_ctx_t *ctx) {
     return q;
 }
 
+
+/// Codes the macroblocks marked 1 in `map` (rows × cols, one byte each) at
+/// `delta_q` (on the 0-63 scale) from the frame's quantizer, in a segment of
+/// their own; every segment keeps the static threshold. A NULL map turns
+/// segments off. Once set, libvpx's own cyclic background refresh, which
+/// uses the same segments, stays off for this encoder.
+static inline vpx_codec_err_t cvpx_set_refine_segment(vpx_codec_ctx_t *ctx, unsigned char *map, unsigned rows, unsigned cols, int delta_q) {
+    vpx_roi_map_t roi = { 0 };
+    roi.roi_map = map;
+    roi.rows = rows;
+    roi.cols = cols;
+    if (map) {
+        roi.delta_q[1] = delta_q;
+        for (int i = 0; i < 4; i++) roi.static_threshold[i] = CVPX_STATIC_THRESHOLD;
+    }
+    return vpx_codec_control_(ctx, VP8E_SET_ROI_MAP, &roi);
+}

@@ -18,6 +18,8 @@ public final class VP8Encoder {
     private var lastPts: Int64 = -1
     private var image = vpx_image_t()
     private var activeMapSet = false
+    /// Whether the last frame had a refine segment (``encode(_:captureTime:activeMap:refine:refineDelta:output:)``).
+    private var refineSet = false
     /// The quantizer (0–63) of the last encoded frame, asked of libvpx only when wanted.
     public var lastQuantizer: Int { isOpen ? Int(cvpx_last_quantizer(&context)) : 0 }
     /// Whether ``VP8Settings/keyframeInterval`` applies now: off while every
@@ -66,6 +68,7 @@ public final class VP8Encoder {
         self.height = height
         keyframeRequested = true
         activeMapSet = false
+        refineSet = false
     }
 
     /// The 90 kHz time stamp of a capture time (CLOCK_MONOTONIC ns).
@@ -89,7 +92,14 @@ public final class VP8Encoder {
     /// With `activeMap` (one byte per macroblock, rows of ``macroblockColumns``),
     /// an inter frame codes only the macroblocks marked 1 and keeps the others
     /// as they are in the reference; a keyframe codes every macroblock.
-    public func encode(_ input: EncoderInput, captureTime: UInt64, activeMap: UnsafeMutablePointer<UInt8>? = nil, output: (EncodedFrame) throws -> Void) throws {
+    ///
+    /// With `refine` (the same layout), the macroblocks marked 1 are coded at
+    /// `refineDelta` (on libvpx's 0–63 scale, negative: finer) from the
+    /// frame's quantizer. The first such frame turns libvpx's own cyclic
+    /// background refresh off for good: it uses the same segments, and the
+    /// caller now says which macroblocks to refine.
+    public func encode(_ input: EncoderInput, captureTime: UInt64, activeMap: UnsafeMutablePointer<UInt8>? = nil,
+                       refine: UnsafeMutablePointer<UInt8>? = nil, refineDelta: Int = 0, output: (EncodedFrame) throws -> Void) throws {
         if !isOpen || input.width != width || input.height != height {
             try open(width: input.width, height: input.height)
         }
@@ -105,6 +115,13 @@ public final class VP8Encoder {
                 throw CodecError.library("VP8E_SET_ACTIVEMAP", String(cString: vpx_codec_error_detail(&context) ?? vpx_codec_err_to_string(status)))
             }
             activeMapSet = activeMap != nil
+        }
+        if refine != nil || refineSet {
+            let status = cvpx_set_refine_segment(&context, refine, UInt32(macroblockRows), UInt32(macroblockColumns), Int32(refineDelta))
+            guard status == VPX_CODEC_OK else {
+                throw CodecError.library("VP8E_SET_ROI_MAP", String(cString: vpx_codec_error_detail(&context) ?? vpx_codec_err_to_string(status)))
+            }
+            refineSet = refine != nil
         }
 
         image.fmt = input.format == .nv12 ? VPX_IMG_FMT_NV12 : VPX_IMG_FMT_I420

@@ -1,50 +1,59 @@
 internal import CYuv
 
-/// Which macroblocks the encoder codes in each frame, so that a screen is
-/// encoded only where it changed while still regions reach the quality that
-/// encoding every frame reaches.
+/// Which macroblocks the encoder codes in each frame, and how finely, so
+/// that a screen is encoded only where it changed while still regions reach
+/// at least the quality that encoding every frame reaches.
 ///
-/// A macroblock that changed is coded, then kept in the active map while it
-/// *refines*: libvpx keeps lowering the error of a still picture for many
-/// frames after it stops changing (as its rate control lowers the quantizer
-/// and its dead zone), so a region coded once and then left out freezes
-/// several dB below what encoding every frame shows. A macroblock stops
-/// refining once it has been coded ``settledFrames`` times at a quantizer of
-/// at most ``convergedQuantizer`` since its last change, or once its error
-/// against the encoder's reconstruction (what every decoder shows; luma and
-/// chroma, measured every fourth time it is coded) is at most ``floorSSE``.
-/// While the quantizer stays high (content changing elsewhere), a region
-/// refines on, as it would in a stream encoding every frame.
+/// A macroblock that changed is coded at the frame's quantizer, then kept in
+/// the active map while it *refines*. Its first ``refineAfter`` codings
+/// after the change are at the frame's quantizer too; later ones are in the
+/// *refine segment*, ``refineDelta`` finer (a VP8 segment of its own), so a
+/// region that came to rest gets its detail in one or two codings instead
+/// of the 20–30 that libvpx's own cyclic refresh (1/20 of the picture a
+/// frame at half the quantizer) and its slowly falling quantizer take.
+/// A macroblock stops refining once it has been coded ``settledFrames`` times
+/// at a frame quantizer of at most ``convergedQuantizer`` since its last
+/// change, or once its error against the encoder's reconstruction (what
+/// every decoder shows; luma and chroma, measured every fourth time it is
+/// coded) is at most ``floorSSE``. While the quantizer stays high (content
+/// changing elsewhere), a region refines on.
 ///
 /// When the screen comes to rest (``polishAfter`` frames with nothing
-/// changed), every macroblock refines once more: encoding every frame keeps
-/// polishing a resting screen, and regions that settled while the encoder
-/// was busy elsewhere (a window dragged across) stayed 1.3–1.8 dB below it
-/// without this pass (the `mixed` model's rest after its drag).
+/// changed), every macroblock refines once more: regions that settled while
+/// the encoder was busy elsewhere (a window dragged across) stayed
+/// 1.3–1.8 dB below encoding every frame without this pass (the `mixed`
+/// model's rest after its drag).
 ///
 /// A frame with nothing changed and nothing refining is not encoded at all
 /// (zero-hertz); a keyframe makes every macroblock refine again.
 ///
 /// The constants are measured (`frame-relay-bench --filter content`, 720p,
-/// 2.5 Mbit/s): a stopping rule on short stagnation (under 3 % better in 2
-/// to 8 frames) or on the error alone (MSE 0.33) cost 1.5–3.5 dB on the
-/// content models, because single macroblocks stall for several frames and
-/// then improve again; 20 frames at a quantizer of 16 or less cost up to
-/// 0.8 dB; 30 at 20 or less stays within 0.5 dB of encoding every frame.
-/// Refining macroblocks on every second frame only (changed ones on every
-/// frame) brought the shared clip from 1.09× to 1.18× less CPU but cost
-/// 0.7–0.9 dB on the clip and every model, so every refining macroblock is
-/// coded in every frame that is coded. A floor of 32 or 128 instead of 8
-/// changed neither the clip's saving (1.09–1.10×) nor any model's PSNR by
-/// more than 0.04 dB: few macroblocks reach it; the clip's refine until
-/// their thirtieth coding at a low quantizer.
+/// 2.5 Mbit/s, against encoding every frame with libvpx's cyclic refresh):
+/// - Refining at the frame's quantizer for 30 codings (the rule before the
+///   refine segment) stayed within 0.5 dB but saved little: the shared clip
+///   1.05–1.09×, typing 1.19–1.31×. Shorter runs there cost 0.8–1.6 dB
+///   (8 codings at a quantizer of 12: −0.81 dB; 4: −1.60 dB), refining on
+///   every second frame 0.7–0.9 dB, a higher error floor nothing.
+/// - With the refine segment 16 finer, after 2 codings at the frame's
+///   quantizer, and 3 codings to settle, every content gained both ways:
+///   clip 1.25× at +4.9 dB (1.6 Mbit/s against 1.0), typing 1.41× at
+///   +4.0 dB, mixed 1.88× at +4.2 dB, video 1.22× at +0.4 dB, scrolling
+///   1.83× at +2.1 dB, the synthetic screen 1.07× at +0.5 dB.
+/// - Refining in the segment from the first coding after a change cost the
+///   video model 0.9 dB: its macroblocks rest for a frame and change again,
+///   and each finer coding spends bits the moving picture needed. A delta of
+///   12 instead of 16 left it 0.4–0.8 dB down.
 public struct RefreshSchedule {
     /// The squared error (luma and chroma, 384 samples) at which a macroblock counts as converged.
     public static let floorSSE: UInt64 = 8
-    /// The quantizer (0–63) at or below which a coded frame counts towards convergence.
+    /// The frame quantizer (0–63) at or below which a coded frame counts towards convergence.
     public static let convergedQuantizer = 20
     /// Frames a macroblock is coded at that quantizer after its last change before it stops refining.
-    public static let settledFrames = 30
+    public static let settledFrames = 3
+    /// Codings at the frame's quantizer after a change before a macroblock moves to the refine segment.
+    public static let refineAfter = 2
+    /// The refine segment's quantizer against the frame's (libvpx's 0–63 scale).
+    public static let refineDelta = -16
     /// Still frames after which the whole screen refines once more.
     public static let polishAfter = 15
 
@@ -64,6 +73,10 @@ public struct RefreshSchedule {
     private(set) var changed: [UInt8] = []
     /// The map handed to the encoder: changed or refining.
     private(set) var activeMap: [UInt8] = []
+    /// The macroblocks coded in the refine segment: refining, unchanged for ``refineAfter`` codings.
+    private(set) var refineMap: [UInt8] = []
+    /// How many macroblocks ``refineMap`` marks in this frame.
+    public private(set) var refineCount = 0
     private var refining: [Bool] = []
     private var settled: [UInt16] = []
     private var coded: [UInt16] = []
@@ -83,6 +96,7 @@ public struct RefreshSchedule {
             let count = columns * rows
             changed = Array(repeating: 0, count: count)
             activeMap = Array(repeating: 1, count: count)
+            refineMap = Array(repeating: 0, count: count)
             refining = Array(repeating: true, count: count)
             settled = Array(repeating: 0, count: count)
             coded = Array(repeating: 0, count: count)
@@ -108,6 +122,7 @@ public struct RefreshSchedule {
             if stillFrames == Self.polishAfter { restart() }
         }
         var active = 0
+        refineCount = 0
         for i in changed.indices {
             if changed[i] != 0 {
                 if !refining[i] {
@@ -120,14 +135,21 @@ public struct RefreshSchedule {
             let on: UInt8 = refining[i] ? 1 : 0
             activeMap[i] = on
             active += Int(on)
+            let fine: UInt8 = refining[i] && changed[i] == 0 && Int(coded[i]) >= Self.refineAfter ? 1 : 0
+            refineMap[i] = fine
+            refineCount += Int(fine)
         }
         if keyframe || DamageDetector.isWholeFrame(active, of: changed.count) { return .everything }
         return active == 0 ? .skip : .some(active)
     }
 
-    /// Calls `body` with the active map for the encoder.
-    public mutating func withActiveMap<R>(_ body: (UnsafeMutablePointer<UInt8>) throws -> R) rethrows -> R {
-        try activeMap.withUnsafeMutableBufferPointer { try body($0.baseAddress!) }
+    /// Calls `body` with the active map for the encoder, and the refine
+    /// segment's map (nil when it marks nothing: the segment is then off).
+    public mutating func withMaps<R>(_ body: (UnsafeMutablePointer<UInt8>, UnsafeMutablePointer<UInt8>?) throws -> R) rethrows -> R {
+        let refines = refineCount > 0
+        return try activeMap.withUnsafeMutableBufferPointer { active in
+            try refineMap.withUnsafeMutableBufferPointer { refine in try body(active.baseAddress!, refines ? refine.baseAddress! : nil) }
+        }
     }
 
     /// After a keyframe: every macroblock refines from it.

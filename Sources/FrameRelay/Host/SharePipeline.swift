@@ -89,6 +89,7 @@ public final class SharePipeline {
         }
         frame.timing.converted = MonotonicClock.now()
         var plan = RefreshSchedule.Plan.everything
+        var keyframe = false
         if let damage {
             schedule.prepare(columns: (input.width + 15) / 16, rows: (input.height + 15) / 16)
             do {
@@ -98,7 +99,8 @@ public final class SharePipeline {
             }
             // Periodic keyframes only while some receiver cannot ask for one.
             encoder.periodicKeyframes = rtp.map { !$0.everyDestinationAsks(now: MonotonicClock.now()) } ?? false
-            plan = schedule.plan(keyframe: encoder.keyframePending(width: input.width, height: input.height, captureTime: metadata.captureTime))
+            keyframe = encoder.keyframePending(width: input.width, height: input.height, captureTime: metadata.captureTime)
+            plan = schedule.plan(keyframe: keyframe)
         }
         switch plan {
         case .skip where rtp == nil || metadata.captureTime &- lastEncodedCapture < Self.idleRepeatInterval:
@@ -106,13 +108,16 @@ public final class SharePipeline {
             return
         case .skip:
             stats.idleRepeats += 1
-            try schedule.withActiveMap { try encode(input, frame: &frame, activeMap: $0) }  // all zero: nothing coded
-        case .everything:
+            try schedule.withMaps { active, _ in try encode(input, frame: &frame, activeMap: active) }  // all zero: nothing coded
+        case .everything where damage == nil || keyframe:
             try encode(input, frame: &frame, activeMap: nil)
+        case .everything:
+            // Whole, with the regions at rest in the refine segment.
+            try schedule.withMaps { _, refine in try encode(input, frame: &frame, activeMap: nil, refine: refine) }
         case .some(let active):
             stats.partial += 1
             stats.activeMacroblocks += UInt64(active)
-            try schedule.withActiveMap { try encode(input, frame: &frame, activeMap: $0) }
+            try schedule.withMaps { active, refine in try encode(input, frame: &frame, activeMap: active, refine: refine) }
         }
         if damage != nil {
             if encoder.lastWasKeyframe { schedule.restart() }
@@ -124,8 +129,9 @@ public final class SharePipeline {
     }
 
     /// Encodes `input` (only the macroblocks marked in `activeMap`, when
-    /// given) and hands the frame to the recording, RTP and viewers.
-    private func encode(_ input: EncoderInput, frame: inout HostFrame, activeMap: UnsafeMutablePointer<UInt8>?) throws {
+    /// given; those marked in `refine` finer) and hands the frame to the
+    /// recording, RTP and viewers.
+    private func encode(_ input: EncoderInput, frame: inout HostFrame, activeMap: UnsafeMutablePointer<UInt8>?, refine: UnsafeMutablePointer<UInt8>? = nil) throws {
         let captureTime = frame.metadata.captureTime
         if let recorder, !sizeWritten {
             recorder.setDimensions(width: input.width, height: input.height)
@@ -135,7 +141,7 @@ public final class SharePipeline {
         var encoded: UInt64 = 0
         var sent: UInt64 = 0
         do {
-            try encoder.encode(input, captureTime: captureTime, activeMap: activeMap) { packet in
+            try encoder.encode(input, captureTime: captureTime, activeMap: activeMap, refine: refine, refineDelta: RefreshSchedule.refineDelta) { packet in
                 if encoded == 0 { encoded = MonotonicClock.now() }
                 stats.bytes += UInt64(packet.bytes.count)
                 try recorder?.write(packet)

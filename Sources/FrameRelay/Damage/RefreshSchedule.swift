@@ -34,11 +34,13 @@ internal import CYuv
 ///   1.05–1.09×, typing 1.19–1.31×. Shorter runs there cost 0.8–1.6 dB
 ///   (8 codings at a quantizer of 12: −0.81 dB; 4: −1.60 dB), refining on
 ///   every second frame 0.7–0.9 dB, a higher error floor nothing.
-/// - With the refine segment 16 finer, after 2 codings at the frame's
-///   quantizer, and 3 codings to settle, every content gained both ways:
-///   clip 1.25× at +4.9 dB (1.6 Mbit/s against 1.0), typing 1.41× at
-///   +4.0 dB, mixed 1.88× at +4.2 dB, video 1.22× at +0.4 dB, scrolling
-///   1.83× at +2.1 dB, the synthetic screen 1.07× at +0.5 dB.
+/// - With the refine segment 16 finer, after 1 coding at the frame's
+///   quantizer, and 2 codings to settle, every content gained both ways:
+///   clip 1.33× at +3.6 dB (1.5 Mbit/s against 1.0), typing 1.34× at
+///   +2.7 dB, mixed 1.80× at +4.0 dB, video 1.18× at +0.3 dB, scrolling
+///   1.91× at +2.1 dB, the synthetic screen 1.04× at +0.5 dB. After 2
+///   codings and 3 to settle: the clip 1.20–1.24× at +5.2 dB, the others
+///   alike.
 /// - Refining in the segment from the first coding after a change cost the
 ///   video model 0.9 dB: its macroblocks rest for a frame and change again,
 ///   and each finer coding spends bits the moving picture needed. A delta of
@@ -49,9 +51,9 @@ public struct RefreshSchedule {
     /// The frame quantizer (0–63) at or below which a coded frame counts towards convergence.
     public static let convergedQuantizer = 20
     /// Frames a macroblock is coded at that quantizer after its last change before it stops refining.
-    public static let settledFrames = 3
+    public static let settledFrames = 2
     /// Codings at the frame's quantizer after a change before a macroblock moves to the refine segment.
-    public static let refineAfter = 2
+    public static let refineAfter = 1
     /// The refine segment's quantizer against the frame's (libvpx's 0–63 scale).
     public static let refineDelta = -16
     /// Still frames after which the whole screen refines once more.

@@ -46,8 +46,9 @@ struct Canvas {
                 (line + x0).update(repeating: word, count: x1 - x0)
             }
         case .nv12, .i420:
+            let luma = color.y, lumaPlane = buffer.plane(0), lumaStride = buffer.stride(0)
             for row in y0..<y1 {
-                (buffer.plane(0) + row * buffer.stride(0) + x0).initializeMemory(as: UInt8.self, repeating: color.y, count: x1 - x0)
+                (lumaPlane + row * lumaStride + x0).initializeMemory(as: UInt8.self, repeating: luma, count: x1 - x0)
             }
             let cx0 = x0 / 2, cx1 = (x1 + 1) / 2, cy0 = y0 / 2, cy1 = (y1 + 1) / 2
             if buffer.format == .nv12 {
@@ -57,9 +58,10 @@ struct Canvas {
                     (line + cx0).update(repeating: word, count: cx1 - cx0)
                 }
             } else {
+                let u = color.u, v = color.v
                 for row in cy0..<cy1 {
-                    (buffer.plane(1) + row * buffer.stride(1) + cx0).initializeMemory(as: UInt8.self, repeating: color.u, count: cx1 - cx0)
-                    (buffer.plane(2) + row * buffer.stride(2) + cx0).initializeMemory(as: UInt8.self, repeating: color.v, count: cx1 - cx0)
+                    (buffer.plane(1) + row * buffer.stride(1) + cx0).initializeMemory(as: UInt8.self, repeating: u, count: cx1 - cx0)
+                    (buffer.plane(2) + row * buffer.stride(2) + cx0).initializeMemory(as: UInt8.self, repeating: v, count: cx1 - cx0)
                 }
             }
         case .jpeg:

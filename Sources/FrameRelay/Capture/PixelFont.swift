@@ -61,8 +61,17 @@ enum PixelFont {
             let glyph = rows(of: character)
             withUnsafeBytes(of: glyph) { rows in
                 for (row, bits) in rows.enumerated() where bits != 0 {
-                    for column in 0..<glyphWidth where bits & (16 >> column) != 0 {
-                        canvas.fill(x: penX + column * scale, y: y + row * scale, width: scale, height: scale, color)
+                    // Each run of set pixels in the row is one rectangle.
+                    var column = 0
+                    while column < glyphWidth {
+                        guard bits & (16 >> column) != 0 else {
+                            column += 1
+                            continue
+                        }
+                        var end = column + 1
+                        while end < glyphWidth, bits & (16 >> end) != 0 { end += 1 }
+                        canvas.fill(x: penX + column * scale, y: y + row * scale, width: (end - column) * scale, height: scale, color)
+                        column = end
                     }
                 }
             }

@@ -249,6 +249,8 @@ import Testing
         let picture = try makeBuffer(64, 48)
         let formatter = FrameFormatter(format: .jpeg, orientation: .up)
         let valid = try formatter.format(picture)
+        // Good frames alternate between two pictures, so each is a change the host encodes (a repeated one would be skipped).
+        let otherValid = try FrameFormatter(format: .jpeg, orientation: .up).format(try makeBuffer(64, 48, fill: 200))
         let wrongSize = try FrameFormatter(format: .jpeg, orientation: .up).format(try makeBuffer(32, 32))
         // Garbage with a JPEG's first bytes, in a 64x48 JPEG frame.
         let garbage = try PixelBuffer(width: 64, height: 48, format: .jpeg)
@@ -262,7 +264,7 @@ import Testing
         mismatched.setJPEGByteCount(wrongSize.byteCount)
         let ring = try RingProducer(appGroup: bad, slotCapacity: valid.capacity)
         for n in 0..<90 {
-            let frame = [garbage, mismatched, valid][n % 3]
+            let frame = [garbage, mismatched, n / 3 % 2 == 0 ? valid : otherValid][n % 3]
             try ring.publish(frame, frameNumber: UInt64(n), captureTime: MonotonicClock.now())
             usleep(33_000)
         }

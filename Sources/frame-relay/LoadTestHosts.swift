@@ -7,10 +7,10 @@ import FrameRelay
 /// and from their `--report` at the end. Calls `onReady` once every host is
 /// up (then the producers start and `duration` seconds count), `onTick`
 /// with every share's statistics, in `groups` order, at least once a
-/// second; returns the final ones.
+/// second (true ends the step at once); returns the final ones.
 func hostShares(
     _ groups: [AppGroup], size: (width: Int, height: Int), encoding: SharePipeline.Options, hosts: Int, duration: Double,
-    janus: [String] = [], work: URL, onReady: () throws -> Void, onTick: ([ShareStats]) -> Void
+    janus: [String] = [], work: URL, onReady: () throws -> Void, onTick: ([ShareStats]) -> Bool
 ) throws -> (finals: [ShareStats], traces: [URL]) {
     // With Janus, each host traces every frame, for glass to glass at the viewers.
     func trace(_ host: Int) -> URL? { janus.isEmpty ? nil : work.appendingPathComponent("trace-\(host).jsonl") }
@@ -22,9 +22,10 @@ func hostShares(
         settings.quiet = true
         settings.janus = janus.compactMap { HTTPClient.URL($0).map { JanusStreaming(url: $0) } }
         settings.tracePath = trace(0)?.path
-        _ = try Host(settings, log: log).run(shouldStop: { stopSignals.load(ordering: .relaxed) > 0 }, onReady: onReady, onTick: { snapshots in
+        let ended = Locked(false)
+        _ = try Host(settings, log: log).run(shouldStop: { stopSignals.load(ordering: .relaxed) > 0 || ended.withLock { $0 } }, onReady: onReady, onTick: { snapshots in
             finals = snapshots
-            onTick(snapshots)
+            if onTick(snapshots) { ended.withLock { $0 = true } }
         })
         return (finals, [trace(0)].compactMap { $0 })
     }
@@ -90,7 +91,7 @@ func hostShares(
             }
             for (member, share) in zip(shares[host], stats) { latest[member] = share }
         }
-        onTick(latest)
+        if onTick(latest) { break }
     }
     // Stopped as by Ctrl-C, each host writes its report.
     for child in children { kill(child.process.processIdentifier, SIGTERM) }

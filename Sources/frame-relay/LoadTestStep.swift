@@ -36,13 +36,15 @@ func runStep(
     // encoded in the same instant, and that instant would be every share's
     // p99. A content model's script starts at another point of its minute
     // for each share, so the shares do not type, scroll and play video in step.
-    let producers = groups.enumerated().map { index, group in
+    let producerLogs = groups.indices.map { work.appendingPathComponent("producer-\($0).log") }
+    let producers = try groups.enumerated().map { index, group in
         let process = Process()
         process.executableURL = simulator
         process.arguments = [
             "--app-group", group.name, "--size", "\(size.width)x\(size.height)", "--fps", "\(fps)", "--format", "\(format)", "--exit-with-parent", "--quiet",
         ] + (content == "pattern" ? [] : ["--content", content, "--content-start", "\(60 * index / count)"])
-        process.standardError = FileHandle.nullDevice
+        _ = FileManager.default.createFile(atPath: producerLogs[index].path, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: producerLogs[index])
         return process
     }
     var start = MonotonicClock.now()
@@ -60,6 +62,9 @@ func runStep(
     let warmUp = UInt64(report.objective.warmUpSeconds * 1e9)
     var baselines: [ShareStats?] = Array(repeating: nil, count: count)
     var viewerError: Error?
+    // A producer that stops during the step (it cannot open its App Group's
+    // ring, it crashed) ends the step at once: the step measures nothing.
+    var producerStopped: (index: Int, status: Int32)?
     let traces: [URL]
     (finals, traces) = try hostShares(groups, size: size, encoding: encoding, hosts: hosts, duration: duration, janus: watch?.janus ?? [], work: work, onReady: startProducers, onTick: { snapshots in
         let now = MonotonicClock.now()
@@ -81,7 +86,13 @@ func runStep(
                 p99Milliseconds: snapshots.map { share in share.recentCaptureToEncoded.flatMap { $0.count > 0 ? $0.p99 / 1000 : nil } }))
             producerCPU = launcher.pids.map { $0 == 0 ? 0 : processCPUSeconds($0) }
         }
+        producerStopped = launcher.stopped()
+        return producerStopped != nil
     })
+    if let (index, status) = producerStopped {
+        let words = (try? String(contentsOf: producerLogs[index], encoding: .utf8))?.split(separator: "\n").last.map(String.init)
+        throw UsageError("load-test: the producer of share \(index + 1) (\(groups[index].name)) stopped during the step: " + (words ?? "exit status \(status)"))
+    }
     let end = MonotonicClock.now()
     let seconds = Double(end - start) / 1e9
     let started = try launcher.waitUntilLaunched()
@@ -175,6 +186,14 @@ private final class StaggeredLaunch: @unchecked Sendable {
 
     /// The pids of the producers started so far (0: not yet).
     var pids: [Int32] { state.withLock { $0.pids } }
+
+    /// The first producer started that is no longer running, and its exit status.
+    func stopped() -> (index: Int, status: Int32)? {
+        for (index, pid) in pids.enumerated() where pid != 0 && !processes[index].isRunning {
+            return (index, processes[index].terminationStatus)
+        }
+        return nil
+    }
 
     /// When each producer started (CLOCK_MONOTONIC ns), once all have.
     func waitUntilLaunched() throws -> [UInt64] {

@@ -57,6 +57,21 @@ import Testing
     }
 
     /// In this process, and dealt to two host processes.
+    @Test func loadTestEndsAtOnceWhenAProducerStops() throws {
+        // Another producer holds the first share's App Group, so that share's
+        // broadcast-sim refuses to start: the 60 s step must end at once, with
+        // the producer's own words, well inside this run's 30 s.
+        let holder = try RingProducer(appGroup: try AppGroup("group.com.example.loadtest.s0"),
+                                      slotCapacity: try PixelBuffer.capacity(width: 320, height: 240, format: .nv12))
+        defer { holder.finish() }
+        let result = run(Paths.executable("frame-relay"), ["load-test", "--sessions", "2", "--size", "320x240", "--fps", "15", "--duration", "60"], timeout: 30)
+        #expect(result.status == 1, "\(result.status): \(result.stderr)")
+        let errors = result.stderr.split(separator: "\n").filter { $0.contains("error") }
+        #expect(errors.count == 1, "\(result.stderr)")
+        #expect(errors.first?.contains("the producer of share 1 (group.com.example.loadtest.s0) stopped during the step") == true, "\(result.stderr)")
+        #expect(errors.first?.contains("in use by another producer") == true, "\(result.stderr)")
+    }
+
     @Test(arguments: [1, 2])
     func loadTestOfTwoSharesCompletesWithAReport(hosts: Int) throws {
         let dir = Paths.temporaryDirectory()

@@ -79,6 +79,8 @@ public struct RefreshSchedule {
     private(set) var refineMap: [UInt8] = []
     /// How many macroblocks ``refineMap`` marks in this frame.
     public private(set) var refineCount = 0
+    /// Whether both maps are all zero (set by a skipped frame's shortcut).
+    private var mapsClear = false
     private var refining: [Bool] = []
     private var settled: [UInt16] = []
     private var coded: [UInt16] = []
@@ -116,13 +118,26 @@ public struct RefreshSchedule {
     /// The plan for a frame whose damage is filled in, `keyframe` when the
     /// encoder will make a keyframe of it.
     public mutating func plan(keyframe: Bool) -> Plan {
-        if changed.contains(1) {
-            stillFrames = 0
-        } else {
+        let still = !changed.contains(1)
+        if still {
             stillFrames += 1
             // The screen has come to rest: polish it whole, as encoding every frame keeps doing.
             if stillFrames == Self.polishAfter { restart() }
+        } else {
+            stillFrames = 0
         }
+        // Converged and still (zero-hertz): no pass over the macroblocks; the
+        // maps are cleared once, for the empty frames sent over RTP.
+        if still, refiningCount == 0, !keyframe {
+            if !mapsClear {
+                activeMap.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
+                refineMap.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
+                refineCount = 0
+                mapsClear = true
+            }
+            return .skip
+        }
+        mapsClear = false
         var active = 0
         refineCount = 0
         for i in changed.indices {

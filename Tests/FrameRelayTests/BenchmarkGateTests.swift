@@ -109,10 +109,11 @@ import Testing
         let options = ["--quick", "--filter", "ring.write", "--repeat", "3"]
         let made = run(Paths.executable("frame-relay-bench"), options + ["--output", first], timeout: 180)
         #expect(made.status == 0, "\(made.stderr)")
-        // 25 %, as .ci/run: ring writes here move by about that between runs a minute apart.
-        let gated = run(Paths.executable("frame-relay-bench"), options + ["--output", dir.appendingPathComponent("second.json").path, "--compare", first, "--threshold", "25"], timeout: 180)
+        // As .ci/run: ratios only, at 25 %. Between two runs a minute apart, memcpy's own time here moved 36 %.
+        let gated = run(Paths.executable("frame-relay-bench"), options + ["--output", dir.appendingPathComponent("second.json").path, "--compare", first, "--ratios-only", "--threshold", "25"], timeout: 180)
         #expect(gated.status == 0, "\(gated.stdout)\(gated.stderr)")
-        #expect(gated.stdout.contains("no regression in"), "\(gated.stdout)")
+        // The six ring-write ratios (three sizes, two formats) were compared, not none.
+        #expect(gated.stdout.contains("no regression in 6 cases"), "\(gated.stdout)")
         // The table comes before the verdict.
         let table = try #require(gated.stdout.range(of: "ring.write.1280x720.nv12.p50"))
         #expect(table.lowerBound < gated.stdout.range(of: "no regression in")!.lowerBound)

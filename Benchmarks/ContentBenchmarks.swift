@@ -25,8 +25,8 @@ private final class ContentRun {
         decoder = try VP8Decoder()
     }
 
-    func step(_ frame: PixelBuffer, number: Int, captureTime: UInt64) throws {
-        let r = try relay.relay(frame, number: number, captureTime: captureTime)
+    func step(_ frame: PixelBuffer, number: Int, captureTime: UInt64, repeats: Bool = false) throws {
+        let r = try relay.relay(frame, number: number, captureTime: captureTime, repeatsPrevious: repeats)
         cpu.append(Double(r.cpu) / 1000)
         host.append(r.encoded ? Double(r.host) / 1000 : nil)
         while next < viewers.count {
@@ -56,12 +56,15 @@ func contentBenchmarks(quick: Bool, clip: String?, wants: (String) -> Bool = { _
         let capacity = try PixelBuffer.capacity(width: width, height: height, format: .i420)
         let every = try ContentRun(capacity: capacity, encodeEveryFrame: true, name: "every")
         let aware = try ContentRun(capacity: capacity, encodeEveryFrame: false, name: "changed")
+        // A content model also says which frames repeat the one before, as broadcast-sim passes it on.
+        let told = frames.knowsRepeats ? try ContentRun(capacity: capacity, encodeEveryFrame: false, name: "told") : nil
         let start = MonotonicClock.now()
         for n in 0..<count {
             let capture = start + UInt64(n) * 33_333_333
             let frame = try frames.frame(n)
             try every.step(frame, number: n, captureTime: capture)
             try aware.step(frame, number: n, captureTime: capture)
+            try told?.step(frame, number: n, captureTime: capture, repeats: frames.repeatsPrevious)
         }
         let name = "content.\(source).720p"
         let cpuEvery = every.cpu.reduce(0, +), cpuAware = aware.cpu.reduce(0, +)
@@ -89,12 +92,22 @@ func contentBenchmarks(quick: Bool, clip: String?, wants: (String) -> Bool = { _
         results.append(BenchmarkResult(name: name + ".changed_only.encoded_frame_host_time.p50", unit: "us", value: awareChanged.percentile(50),
             extra: "taken → encoded of the frames both ways encoded; every frame: \(fixed(everyChanged.percentile(50), 0)) µs, "
                 + "\(fixed(awareChanged.percentile(50) - everyChanged.percentile(50), 0)) µs apart"))
+        if let told, told.relay.pipeline.stats.repeated > 0 {
+            let cpuTold = told.cpu.reduce(0, +)
+            results.append(BenchmarkResult(name: name + ".producer_told.cpu_saving_ratio", unit: "x", value: cpuEvery / cpuTold,
+                extra: "as cpu_saving_ratio, the producer saying which frames repeat the one before (\(told.relay.pipeline.stats.repeated) did): "
+                    + "\(fixed(Double(count) / (cpuTold / 1e6), 0)) frames per CPU second, \(fixed(told.psnr.reduce(0, +) / Double(count), 2)) dB"))
+        }
         if source == "still" {
             // Once converged: the second half of the run.
             let half = count / 2
-            let share = aware.cpu[half...].reduce(0, +) / every.cpu[half...].reduce(0, +)
-            results.append(BenchmarkResult(name: name + ".converged_cpu_share", unit: "%", value: share * 100,
-                extra: "host CPU of the still screen's second half against encoding every frame"))
+            let everyHalf = every.cpu[half...].reduce(0, +)
+            results.append(BenchmarkResult(name: name + ".converged_cpu_share", unit: "%", value: aware.cpu[half...].reduce(0, +) / everyHalf * 100,
+                extra: "host CPU of the still screen's second half against encoding every frame (the host finds what changed)"))
+            if let told {
+                results.append(BenchmarkResult(name: name + ".producer_told.converged_cpu_share", unit: "%", value: told.cpu[half...].reduce(0, +) / everyHalf * 100,
+                    extra: "the same, the producer saying the frames repeat: neither compared nor converted"))
+            }
         }
     }
     return results
@@ -125,6 +138,11 @@ private final class ContentFrames {
             screen = try ContentScreen(ContentScreen.Content(rawValue: source)!, width: width, height: height, format: .i420)
         }
     }
+
+    /// Whether the source says which frames repeat the one before (the content models do).
+    var knowsRepeats: Bool { screen is ContentScreen }
+    /// Whether the last frame repeats the one before, as its source says.
+    var repeatsPrevious: Bool { screen?.repeatsPrevious ?? false }
 
     /// Frame `n` (in order), valid until the next call.
     func frame(_ n: Int) throws -> PixelBuffer {

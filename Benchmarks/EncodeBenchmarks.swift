@@ -146,9 +146,10 @@ final class RelayPath {
     /// clock, as the plain loop's); returns host-side ns, publish → encoded ns
     /// measured from this call, the ring write's ns, the host side's CPU ns
     /// on this thread, and whether the frame was encoded (not skipped).
-    func relay(_ frame: PixelBuffer, number: Int, captureTime: UInt64) throws -> (host: UInt64, endToEnd: UInt64, write: UInt64, cpu: UInt64, encoded: Bool) {
+    /// `repeatsPrevious`: the producer says the frame repeats the one before.
+    func relay(_ frame: PixelBuffer, number: Int, captureTime: UInt64, repeatsPrevious: Bool = false) throws -> (host: UInt64, endToEnd: UInt64, write: UInt64, cpu: UInt64, encoded: Bool) {
         let entry = MonotonicClock.now()
-        try producer.publish(frame, frameNumber: UInt64(number), captureTime: captureTime)
+        try producer.publish(frame, frameNumber: UInt64(number), captureTime: captureTime, repeatsPrevious: repeatsPrevious)
         let takeStart = MonotonicClock.now()
         let write = takeStart - entry
         let cpuStart = threadCPUTime()

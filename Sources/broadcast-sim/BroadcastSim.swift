@@ -178,7 +178,7 @@ struct BroadcastSim: ParsableCommand {
             let captureTime = MonotonicClock.now()
             guard let upright = try source.nextFrame(number: number) else { break }
             let buffer = try formatter.format(upright)
-            switch handler.processSample(buffer, frameNumber: number, captureTime: captureTime, orientation: orientation) {
+            switch handler.processSample(buffer, frameNumber: number, captureTime: captureTime, orientation: orientation, unchanged: source.repeatsPrevious) {
             case .published: published += 1
             case .stopRequested: stopReason = "host asked to stop"; break loop
             case .tooLarge: throw UsageError("frame \(number) (\(buffer.byteCount) bytes) does not fit the ring")

@@ -50,6 +50,8 @@ import Testing
         #expect(encoded.skipped >= 90, "skipped \(encoded.skipped) of 150")
         #expect(encoded.idleRepeats == 0)
         #expect(encoded.keyframes == 1)
+        // broadcast-sim says each frame after the first repeats the one before: none is compared.
+        #expect(encoded.repeated == still.share.taken - 1, "\(encoded.repeated) repeats of \(still.share.taken) taken")
         // Skipped frames are not drops: at most the one frame a busy machine's ring lets go (as the other content tests allow).
         #expect(still.share.totalDropped <= 1 && encoded.skipped + still.share.totalDropped + encoded.frames >= still.share.taken, "skipped frames are not drops")
         #expect(FFmpeg.frameCount(still.ivf) == Int(encoded.frames))
@@ -106,6 +108,40 @@ import Testing
         #expect(encodedAfterStop[..<2].allSatisfy { $0 }, "refining after the last keystroke")
         #expect(encodedAfterStop.filter { $0 }.count <= 10, "\(encodedAfterStop.filter { $0 }.count) of 150 still frames encoded")
         #expect(encodedAfterStop.suffix(60).allSatisfy { !$0 } && stats.skipped >= 60, "the last 2 s of the still screen are skipped")
+    }
+
+    @Test func aProducerThatSaysAFrameRepeatsSavesTheCompareAndChangesNoBit() throws {
+        // One second of typing, then two of the last picture, in BGRA (the
+        // host converts what it compares): told by the producer, and not.
+        let dir = Paths.temporaryDirectory()
+        let screen = try ContentScreen(.typing, width: 640, height: 360, format: .bgra)
+        var shares: [(producer: RingProducer, host: RingHost, pipeline: SharePipeline, ivf: String)] = []
+        for way in ["told", "found"] {
+            let group = uniqueGroup(way)
+            var options = SharePipeline.Options()
+            options.recordPath = dir.appendingPathComponent("\(way).ivf").path
+            shares.append((try RingProducer(appGroup: group, slotCapacity: try PixelBuffer.capacity(width: 640, height: 360, format: .bgra)),
+                           RingHost(appGroup: group), try SharePipeline(options: options), options.recordPath!))
+        }
+        defer { for share in shares { share.producer.finish(); share.host.detach() } }
+        var picture = try #require(screen.nextFrame(number: 0))
+        for n in 0..<90 {
+            var repeats = false
+            if n < 30 { picture = try #require(screen.nextFrame(number: UInt64(n))); repeats = screen.repeatsPrevious } else { repeats = true }
+            for (way, share) in shares.enumerated() {
+                try share.producer.publish(picture, frameNumber: UInt64(n), captureTime: UInt64(n + 1) * 33_333_333, repeatsPrevious: way == 0 && repeats)
+                guard case .frame(let view) = try #require(try nextFrameEvent(share.host)) else { Issue.record("no frame \(n)"); return }
+                var frame = HostFrame(view, taken: MonotonicClock.now())
+                try share.pipeline.process(&frame)
+            }
+        }
+        for share in shares { share.pipeline.finish() }
+        let told = shares[0].pipeline.stats, found = shares[1].pipeline.stats
+        // Typing changes every frame; the 60 frames after it repeat the last one.
+        #expect(told.repeated == 60 && found.repeated == 0, "\(told.repeated) and \(found.repeated) frames taken as repeats")
+        #expect(told.skipped == found.skipped && told.skipped >= 40, "skipped: told \(told.skipped), found \(found.skipped)")
+        // The same stream to the bit: the producer's word saves work, never a change.
+        #expect(try ivfFrames(shares[0].ivf) == ivfFrames(shares[1].ivf))
     }
 
     /// Mean squared luma error of the left and right halves of `shown` against `source`.

@@ -25,6 +25,51 @@ import Testing
         #expect(!segmentExists(group))
     }
 
+    @Test func aFrameNamesThePictureBeforeOnlyWhenItsProducerSaysItRepeatsIt() throws {
+        let group = uniqueGroup("ring")
+        let buffer = try makeBuffer()
+        let producer = try RingProducer(appGroup: group, slotCapacity: buffer.capacity)
+        let host = RingHost(appGroup: group)
+        defer { host.detach() }
+        func picture(_ n: Int, repeats: Bool, orientation: Orientation = .up, from producer: RingProducer) throws -> UInt64 {
+            try producer.publish(buffer, frameNumber: UInt64(n), captureTime: 1, orientation: orientation, repeatsPrevious: repeats)
+            guard case .frame(let frame) = try nextFrameEvent(host) else { Issue.record("no frame \(n)"); return 0 }
+            return frame.metadata.picture
+        }
+        let first = try picture(0, repeats: true, from: producer)  // nothing before it to repeat
+        #expect(first != 0)
+        #expect(try picture(1, repeats: true, from: producer) == first)
+        #expect(try picture(2, repeats: true, from: producer) == first)
+        let turned = try picture(3, repeats: true, orientation: .left, from: producer)  // same pixels, turned: another picture
+        #expect(turned != first)
+        let changed = try picture(4, repeats: false, orientation: .left, from: producer)
+        #expect(changed != turned && changed != first)
+        // Unpublished samples that changed the picture make the next frame a new one, whatever the capturer says of it.
+        producer.finish()
+        final class Handler: BroadcastSampleHandler {
+            let group: String
+            init(_ group: String, capacity: Int) { self.group = group; super.init(slotCapacity: capacity) }
+            override func appGroupName() -> String { group }
+        }
+        let sampler = Handler(group.name, capacity: buffer.capacity)
+        try sampler.broadcastStarted()
+        defer { sampler.broadcastFinished() }
+        #expect(sampler.processSample(buffer, frameNumber: 0, captureTime: 1) == .published(replacedUntaken: false))
+        guard case .frame(let f0) = try nextFrameEvent(host) else { Issue.record("no frame from the sampler"); return }
+        // A later producer's pictures are named apart from an earlier one's.
+        #expect(f0.metadata.picture > changed)
+        let start = f0.metadata.picture
+        sampler.broadcastPaused()
+        #expect(sampler.processSample(buffer, frameNumber: 1, captureTime: 2, unchanged: false) == .ignored)
+        sampler.broadcastResumed()
+        #expect(sampler.processSample(buffer, frameNumber: 2, captureTime: 3, unchanged: true) == .published(replacedUntaken: false))
+        guard case .frame(let f2) = try nextFrameEvent(host) else { Issue.record("no frame 2"); return }
+        #expect(f2.metadata.picture != start, "a change while paused was not carried to the next frame")
+        #expect(sampler.processSample(buffer, frameNumber: 3, captureTime: 4, unchanged: true) == .published(replacedUntaken: false))
+        guard case .frame(let f3) = try nextFrameEvent(host) else { Issue.record("no frame 3"); return }
+        #expect(f3.metadata.picture == f2.metadata.picture)
+    }
+
     @Test func newestFrameWinsAndEveryReplacedFrameCountsAsDropped() throws {
         let group = uniqueGroup("ring")
         let buffer = try makeBuffer()

@@ -29,6 +29,8 @@ open class BroadcastSampleHandler {
     /// The longest single ``processSample(_:frameNumber:captureTime:orientation:)`` call, in ns.
     public private(set) var maxSampleNanoseconds: UInt64 = 0
     private var lastPublishedCapture: UInt64 = 0
+    /// A sample changed the picture since the last one published (it was throttled or ignored).
+    private var changedUnpublished = false
 
     public init(slotCapacity: Int) {
         self.slotCapacity = slotCapacity
@@ -49,23 +51,35 @@ open class BroadcastSampleHandler {
     }
 
     /// One captured frame; returns at once whatever the host is doing.
+    /// `unchanged`: the capturer knows the pixels are those of the sample
+    /// before (a still screen); the host then need not compare them.
     @discardableResult
-    open func processSample(_ buffer: PixelBuffer, frameNumber: UInt64, captureTime: UInt64, orientation: Orientation = .up) -> SampleResult {
-        guard let ring, !isPaused else { return .ignored }
+    open func processSample(
+        _ buffer: PixelBuffer, frameNumber: UInt64, captureTime: UInt64, orientation: Orientation = .up, unchanged: Bool = false
+    ) -> SampleResult {
+        guard let ring, !isPaused else {
+            changedUnpublished = changedUnpublished || !unchanged
+            return .ignored
+        }
         if ring.stopRequested { return .stopRequested }
         if let rate = ring.requestedMaxFrameRate, lastPublishedCapture != 0,
             captureTime &- lastPublishedCapture < 900_000_000 / UInt64(rate)
         {
             throttled += 1
+            changedUnpublished = changedUnpublished || !unchanged
             return .throttled
         }
         let start = MonotonicClock.now()
         defer { maxSampleNanoseconds = max(maxSampleNanoseconds, MonotonicClock.now() &- start) }
         do {
-            let replaced = try ring.publish(buffer, frameNumber: frameNumber, captureTime: captureTime, orientation: orientation, checksum: checksums)
+            let replaced = try ring.publish(
+                buffer, frameNumber: frameNumber, captureTime: captureTime, orientation: orientation, checksum: checksums,
+                repeatsPrevious: unchanged && !changedUnpublished)
+            changedUnpublished = false
             lastPublishedCapture = captureTime
             return .published(replacedUntaken: replaced)
         } catch {
+            changedUnpublished = changedUnpublished || !unchanged
             if case .frameTooLarge = error { return .tooLarge }
             return .ringFailed(error.description)
         }

@@ -36,6 +36,7 @@ public final class ContentScreen: FrameSource {
     private var state = State()
     private var drawn: State?
     private var step = 0
+    public private(set) var repeatsPrevious = false
 
     /// The content's phase at step `n` (frames since the start), for `mixed`.
     static func phase(_ content: Content, step n: Int) -> Content {
@@ -60,6 +61,7 @@ public final class ContentScreen: FrameSource {
 
     public func nextFrame(number: UInt64) -> PixelBuffer? {
         advance()
+        repeatsPrevious = drawn == state
         if drawn != state {
             draw()
             drawn = state

@@ -9,9 +9,14 @@
 ///
 /// iOS hands a broadcast extension no damage at all, so the host finds it
 /// alone, on the picture the encoder is about to read (after any
-/// conversion, rotation or scaling).
+/// conversion, rotation or scaling). A producer that knows a frame repeats
+/// the one before (a still content model; ``FrameMetadata/picture``) says
+/// so, and the host takes the kept picture as it is (``holds(_:)``):
+/// no conversion, no compare.
 public final class DamageDetector {
     private var previous: PixelBuffer?
+    /// The producer's name for the kept picture; 0 when it gave none.
+    private var keptName: UInt64 = 0
     /// Macroblocks across and down the last picture compared.
     public private(set) var columns = 0
     public private(set) var rows = 0
@@ -22,14 +27,31 @@ public final class DamageDetector {
     /// frame: past two thirds, an active map saves libvpx nothing worth its bookkeeping.
     public static func isWholeFrame(_ count: Int, of total: Int) -> Bool { count * 3 >= total * 2 }
 
+    /// Whether the kept picture is the one the producer names `picture`
+    /// (0 names none): then the frame changed nothing, and ``kept`` is what
+    /// its conversion would have made.
+    public func holds(_ picture: UInt64) -> Bool { picture != 0 && picture == keptName && previous != nil }
+
+    /// The last picture compared, for the encoder (valid until the next compare).
+    public var kept: EncoderInput? { previous.map(EncoderInput.init) }
+
     /// Marks each macroblock of `input` that differs from the last picture
     /// with 1 in `changed` (`rows × columns` bytes, left as they are
     /// elsewhere) and returns how many it newly marked. The first picture,
     /// and one of a new size or format, is all changed. Once the luma shows
     /// a whole frame's worth of change (``isWholeFrame(_:of:)``), the rest is
     /// only copied, not compared, and every macroblock counts as changed: the
-    /// frame is coded whole anyway.
-    public func compare(_ input: EncoderInput, into changed: UnsafeMutablePointer<UInt8>) throws -> Int {
+    /// frame is coded whole anyway. `picture` is the producer's name for
+    /// the picture (``FrameMetadata/picture``), kept for ``holds(_:)``.
+    public func compare(_ input: EncoderInput, picture: UInt64 = 0, into changed: UnsafeMutablePointer<UInt8>) throws -> Int {
+        keptName = 0
+        let count = try update(input, into: changed)
+        keptName = picture
+        return count
+    }
+
+    /// Brings the kept picture up to `input`, marking what differed.
+    private func update(_ input: EncoderInput, into changed: UnsafeMutablePointer<UInt8>) throws -> Int {
         let columns = (input.width + 15) / 16, rows = (input.height + 15) / 16
         guard let previous, previous.width == input.width, previous.height == input.height, previous.format == input.format else {
             let copy = try PixelBuffer(width: input.width, height: input.height, format: input.format)

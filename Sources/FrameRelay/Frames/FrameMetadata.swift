@@ -4,7 +4,11 @@
 /// ring it travels as a ``SlotHeader`` in front of its payload.
 ///
 /// Times are CLOCK_MONOTONIC nanoseconds. `checksum` is ``FrameChecksum`` of
-/// the payload, or 0 when the producer does not compute one.
+/// the payload, or 0 when the producer does not compute one. `picture`
+/// names the picture the frame carries: frames with the same nonzero
+/// `picture` carry the same bytes at the same size, format and orientation,
+/// so the host need not compare them (0: the producer does not say, as
+/// iOS says nothing to a broadcast extension).
 public struct FrameMetadata: Sendable, Equatable {
     /// The largest width or height VP8 can code.
     public static let maxDimension = 16383
@@ -13,6 +17,7 @@ public struct FrameMetadata: Sendable, Equatable {
     public var captureTime: UInt64
     public var publishTime: UInt64
     public var checksum: UInt64
+    public var picture: UInt64
     public var width: Int
     public var height: Int
     public var format: PixelFormat
@@ -21,7 +26,7 @@ public struct FrameMetadata: Sendable, Equatable {
     public var planes: PlaneLayout
 
     public init(
-        frameNumber: UInt64, captureTime: UInt64, publishTime: UInt64 = 0, checksum: UInt64 = 0,
+        frameNumber: UInt64, captureTime: UInt64, publishTime: UInt64 = 0, checksum: UInt64 = 0, picture: UInt64 = 0,
         width: Int, height: Int, format: PixelFormat, orientation: Orientation,
         payloadSize: Int, planes: PlaneLayout
     ) {
@@ -29,6 +34,7 @@ public struct FrameMetadata: Sendable, Equatable {
         self.captureTime = captureTime
         self.publishTime = publishTime
         self.checksum = checksum
+        self.picture = picture
         self.width = width
         self.height = height
         self.format = format

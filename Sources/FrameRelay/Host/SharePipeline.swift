@@ -81,9 +81,11 @@ public final class SharePipeline {
     /// recording) is about this host's own outputs.
     public func process(_ frame: inout HostFrame) throws {
         let metadata = frame.metadata
+        // The producer says this is the picture already held: nothing to convert or compare.
+        let repeated = damage?.holds(metadata.picture) == true
         let input: EncoderInput
         do {
-            input = try converter.convert(frame.view)
+            input = repeated ? damage!.kept! : try converter.convert(frame.view)
         } catch {
             throw InvalidFrame.undecodable(frameNumber: metadata.frameNumber, reason: "\(error)")
         }
@@ -92,10 +94,14 @@ public final class SharePipeline {
         var keyframe = false
         if let damage {
             schedule.prepare(columns: (input.width + 15) / 16, rows: (input.height + 15) / 16)
-            do {
-                _ = try schedule.withDamage { try damage.compare(input, into: $0) }
-            } catch {
-                throw InvalidFrame.undecodable(frameNumber: metadata.frameNumber, reason: "\(error)")
+            if repeated {
+                stats.repeated += 1
+            } else {
+                do {
+                    _ = try schedule.withDamage { try damage.compare(input, picture: metadata.picture, into: $0) }
+                } catch {
+                    throw InvalidFrame.undecodable(frameNumber: metadata.frameNumber, reason: "\(error)")
+                }
             }
             // Periodic keyframes only while some receiver cannot ask for one.
             encoder.periodicKeyframes = rtp.map { !$0.everyDestinationAsks(now: MonotonicClock.now()) } ?? false
@@ -179,6 +185,8 @@ public struct EncodeStats: Sendable, Codable {
     /// converged (zero-hertz), and frames coded only where they changed or refine.
     public var skipped: UInt64 = 0
     public var partial: UInt64 = 0
+    /// Frames the producer said repeat the picture before it (``FrameMetadata/picture``): taken as unchanged, not converted or compared.
+    public var repeated: UInt64 = 0
     /// Empty frames sent once a second while the screen is still (``SharePipeline/idleRepeatInterval``).
     public var idleRepeats: UInt64 = 0
     /// Macroblocks coded in the partial frames, all together.

@@ -24,6 +24,11 @@ public final class RingProducer {
     private var written: UInt64 = 0
     private var dropped: UInt64 = 0
     private var nextFullCheck: UInt64 = 0
+    /// The last picture published (``FrameMetadata/picture``) and its
+    /// geometry; pictures count up from the clock at creation, so no two
+    /// producers of one machine name different pictures alike.
+    private var picture: UInt64
+    private var pictureGeometry: (width: Int, height: Int, format: PixelFormat, orientation: Orientation)?
     /// Rings this producer made anew after finding its own corrupted, unlinked or shrunk.
     public private(set) var recreations = 0
     /// Why the ring was last made anew.
@@ -41,6 +46,7 @@ public final class RingProducer {
         self.producerSlot = SlotState.initial.producerSlot
         self.header = RingHeader(base: segment.base)
         self.segment = segment
+        self.picture = MonotonicClock.now()
     }
 
     deinit { finish() }
@@ -128,6 +134,10 @@ public final class RingProducer {
 
     /// Copies `buffer` into the free slot and publishes it as the newest
     /// frame. Never waits. Returns whether an untaken frame was replaced.
+    /// `repeatsPrevious`: the caller knows the pixels are byte for byte those
+    /// of the frame it published before; the frame then names the same
+    /// picture (at the same size, format and orientation), and the host
+    /// skips comparing it.
     ///
     /// Everything read back from the shared header is checked first: a
     /// ring that was corrupted, shrunk or unlinked by someone else is
@@ -135,13 +145,16 @@ public final class RingProducer {
     @discardableResult
     public func publish(
         _ buffer: PixelBuffer, frameNumber: UInt64, captureTime: UInt64,
-        orientation: Orientation = .up, checksum: Bool = false
+        orientation: Orientation = .up, checksum: Bool = false, repeatsPrevious: Bool = false
     ) throws(RingError) -> Bool {
         let bytes = buffer.byteCount
         guard bytes <= slotCapacity else { throw .frameTooLarge(bytes: bytes, capacity: slotCapacity) }
         // Finished: the ring's name is gone on purpose, and no new ring may outlive the broadcast.
         guard !isFinished else { return false }
         if let damage = damage() { try recreate(damage) }
+        let geometry = (width: buffer.width, height: buffer.height, format: buffer.format, orientation: orientation)
+        if !repeatsPrevious || pictureGeometry.map({ $0 != geometry }) ?? true { picture &+= 1 }
+        pictureGeometry = geometry
         for attempt in 0..<2 {
             let slot = segment.base + RingLayout.slotOffset(producerSlot, capacity: slotCapacity)
             let payload = slot + SlotHeader.byteCount
@@ -150,7 +163,7 @@ public final class RingProducer {
             cmem_stream_copy(payload, buffer.storage, bytes)
             let sum = checksum ? FrameChecksum.of(UnsafeRawBufferPointer(start: payload, count: bytes)) : 0
             let metadata = FrameMetadata(
-                frameNumber: frameNumber, captureTime: captureTime, publishTime: MonotonicClock.now(), checksum: sum,
+                frameNumber: frameNumber, captureTime: captureTime, publishTime: MonotonicClock.now(), checksum: sum, picture: picture,
                 width: buffer.width, height: buffer.height, format: buffer.format, orientation: orientation,
                 payloadSize: bytes, planes: buffer.layout)
             SlotHeader.store(metadata, to: slot)

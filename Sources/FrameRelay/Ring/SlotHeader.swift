@@ -7,8 +7,8 @@
 ///   8  captureTime   u64     52  payloadSize  u32
 ///  16  publishTime   u64     56  offset[0..3] u32 ×3
 ///  24  checksum      u64     68  stride[0..3] u32 ×3
-///  32  width         u32     80  reserved (48 bytes, zero)
-///  36  height        u32
+///  32  width         u32     80  picture       u64  (0: not said)
+///  36  height        u32     88  reserved (40 bytes, zero)
 ///  40  format        u32  (PixelFormat raw value)
 ///  44  orientation   u32  (Orientation raw value)
 /// ```
@@ -28,6 +28,7 @@ public enum SlotHeader {
         public static let payloadSize = 52
         public static let offsets = 56
         public static let strides = 68
+        public static let picture = 80
     }
 
     /// Writes `metadata` at `base` in the layout above.
@@ -37,6 +38,7 @@ public enum SlotHeader {
         base.storeBytes(of: m.captureTime.littleEndian, toByteOffset: Field.captureTime, as: UInt64.self)
         base.storeBytes(of: m.publishTime.littleEndian, toByteOffset: Field.publishTime, as: UInt64.self)
         base.storeBytes(of: m.checksum.littleEndian, toByteOffset: Field.checksum, as: UInt64.self)
+        base.storeBytes(of: m.picture.littleEndian, toByteOffset: Field.picture, as: UInt64.self)
         func u32(_ offset: Int, _ value: Int) {
             base.storeBytes(of: UInt32(truncatingIfNeeded: value).littleEndian, toByteOffset: offset, as: UInt32.self)
         }
@@ -78,7 +80,7 @@ public enum SlotHeader {
 
         var metadata = FrameMetadata(
             frameNumber: u64(Field.frameNumber), captureTime: u64(Field.captureTime),
-            publishTime: u64(Field.publishTime), checksum: u64(Field.checksum),
+            publishTime: u64(Field.publishTime), checksum: u64(Field.checksum), picture: u64(Field.picture),
             width: width, height: height, format: format, orientation: orientation, payloadSize: payloadSize,
             planes: PlaneLayout()
         )

@@ -13,13 +13,13 @@ let package = Package(
         .systemLibrary(name: "CVpx", pkgConfig: "vpx", providers: [.apt(["libvpx-dev"])]),
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
         .systemLibrary(name: "CYuv", providers: [.apt(["libyuv-dev"])]),
-        .systemLibrary(name: "CXcbShm", pkgConfig: "xcb-shm", providers: [.apt(["libxcb-shm0-dev"])]),
+        .systemLibrary(name: "CXcb", pkgConfig: "xcb-damage", providers: [.apt(["libxcb-shm0-dev", "libxcb-damage0-dev"])]),
         .systemLibrary(name: "CLinux"),
         .systemLibrary(name: "CMemory"),
         .target(name: "CSegmentGuard"),
         .target(
             name: "FrameRelay",
-            dependencies: ["CVpx", "CTurboJPEG", "CYuv", "CXcbShm", "CLinux", "CMemory", "CSegmentGuard"]
+            dependencies: ["CVpx", "CTurboJPEG", "CYuv", "CXcb", "CLinux", "CMemory", "CSegmentGuard"]
         ),
         .executableTarget(name: "broadcast-sim", dependencies: ["FrameRelay"]),
         .executableTarget(name: "frame-relay", dependencies: ["FrameRelay"]),

@@ -62,6 +62,25 @@ import Testing
             let p = 120 * stride + 160 * 4
             #expect(bytes[p] == 0x00 && bytes[p + 1] == 0x80 && bytes[p + 2] == 0xFF, "B G R = \(bytes[p]) \(bytes[p + 1]) \(bytes[p + 2])")
         }
+        #expect(!capture.repeatsPrevious)
+        // DAMAGE: nothing drawn, so the next frames repeat the first; a client drawing makes the next one new.
+        _ = try capture.nextFrame(number: 1)
+        #expect(capture.repeatsPrevious, "nothing was drawn, yet the frame is called new")
+        #expect(run("/usr/bin/xsetroot", ["-display", display, "-solid", "#0040C0"]).status == 0)
+        var number: UInt64 = 2
+        var redrawn = try #require(try capture.nextFrame(number: number))
+        while capture.repeatsPrevious, number < 100 {  // the server's event is on its way
+            usleep(10_000)
+            number += 1
+            redrawn = try #require(try capture.nextFrame(number: number))
+        }
+        #expect(!capture.repeatsPrevious, "the root was painted and no frame said so")
+        redrawn.withUnsafeMutablePlane(0) { bytes, stride in
+            let p = 120 * stride + 160 * 4
+            #expect(bytes[p] == 0xC0 && bytes[p + 1] == 0x40 && bytes[p + 2] == 0x00, "B G R = \(bytes[p]) \(bytes[p + 1]) \(bytes[p + 2])")
+        }
+        _ = try capture.nextFrame(number: number + 1)
+        #expect(capture.repeatsPrevious)
         // And the same through broadcast-sim into a host in another process.
         let group = uniqueGroup("x11")
         let dir = Paths.temporaryDirectory()

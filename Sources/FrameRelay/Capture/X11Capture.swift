@@ -1,9 +1,14 @@
 @preconcurrency import Glibc
-internal import CXcbShm
+internal import CXcb
 
 /// Captures an X11 screen (a real desktop, or Xvfb) through MIT-SHM with
 /// libxcb: the X server writes the root window straight into shared memory,
 /// which is then the BGRA picture (the 4th byte is padding, set opaque).
+///
+/// With the DAMAGE extension the server says when anything was drawn: a
+/// frame with nothing drawn since the last capture is the picture in hand,
+/// not captured again, and ``repeatsPrevious`` says so, for the host to
+/// skip it without a compare. Without DAMAGE every frame is captured.
 public final class X11Capture: FrameSource {
     public let width: Int
     public let height: Int
@@ -13,6 +18,13 @@ public final class X11Capture: FrameSource {
     private let shmId: Int32
     private let shmAddress: UnsafeMutableRawPointer
     private let buffer: PixelBuffer
+    /// The DAMAGE object on the root window and its event code; 0 without the extension.
+    private var damage: xcb_damage_damage_t = 0
+    private var damageNotify: UInt8 = 0
+    private var captured = false
+    /// The request number (low 16 bits, as events carry it) of the last emptying of the damage.
+    private var emptied: UInt16 = 0
+    public private(set) var repeatsPrevious = false
 
     /// Connects to `display` (nil: `$DISPLAY`) and prepares a capture of its
     /// first screen; throws a ``SourceError`` saying what is missing.
@@ -63,9 +75,19 @@ public final class X11Capture: FrameSource {
         self.shmId = shmId
         self.shmAddress = address
         self.buffer = try PixelBuffer(width: width, height: height, format: .bgra, rowAlignment: 4)
+        // One event each time the damage goes from empty to not (REPORT_LEVEL_NON_EMPTY): a capture empties it.
+        if let damageExtension = cxcb_damage_extension(connection), damageExtension.pointee.present != 0,
+            let version = xcb_damage_query_version_reply(connection, xcb_damage_query_version(connection, 1, 1), nil)
+        {
+            free(version)
+            damage = xcb_generate_id(connection)
+            xcb_damage_create(connection, damage, root, UInt8(XCB_DAMAGE_REPORT_LEVEL_NON_EMPTY.rawValue))
+            damageNotify = damageExtension.pointee.first_event &+ UInt8(XCB_DAMAGE_NOTIFY)
+        }
     }
 
     deinit {
+        if damage != 0 { xcb_damage_destroy(connection, damage) }
         xcb_shm_detach(connection, segment)
         xcb_flush(connection)
         shmdt(shmAddress)
@@ -73,6 +95,20 @@ public final class X11Capture: FrameSource {
     }
 
     public func nextFrame(number: UInt64) throws -> PixelBuffer? {
+        if damage != 0 {
+            var drawn = !captured
+            while let event = xcb_poll_for_event(connection) {
+                // An event carries the number of the last request of ours the server had done: one from
+                // before the last emptying is about drawing that capture already holds.
+                if event.pointee.response_type & 0x7F == damageNotify, Int16(bitPattern: event.pointee.sequence &- emptied) >= 0 { drawn = true }
+                free(event)
+            }
+            guard xcb_connection_has_error(connection) == 0 else { throw SourceError.display("the display closed") }
+            repeatsPrevious = !drawn
+            if !drawn { return buffer }
+            // Emptied before the capture: whatever is drawn during it is reported for the next frame.
+            emptied = UInt16(truncatingIfNeeded: xcb_damage_subtract(connection, damage, 0, 0).sequence)
+        }
         let cookie = xcb_shm_get_image(connection, root, 0, 0, UInt16(width), UInt16(height), ~0, UInt8(XCB_IMAGE_FORMAT_Z_PIXMAP.rawValue), segment, 0)
         var error: UnsafeMutablePointer<xcb_generic_error_t>?
         guard let reply = xcb_shm_get_image_reply(connection, cookie, &error) else {
@@ -85,6 +121,7 @@ public final class X11Capture: FrameSource {
         let src = shmAddress.assumingMemoryBound(to: UInt32.self)
         let dst = buffer.storage.assumingMemoryBound(to: UInt32.self)
         for i in 0..<count { dst[i] = src[i] | 0xFF00_0000 }
+        captured = true
         return buffer
     }
 }

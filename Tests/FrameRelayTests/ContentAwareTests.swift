@@ -175,11 +175,11 @@ import Testing
             let encoder = try VP8Encoder(settings: settings)
             let decoder = try VP8Decoder()
             var refine = [UInt8](repeating: 0, count: 40 * 23)
-            for row in 0..<23 { for column in 0..<20 { refine[row * 40 + column] = 1 } }
+            for row in 0..<23 { for column in 0..<20 { refine[row * 40 + column] = VP8Encoder.Segment.refine } }
             var shown: PixelBuffer?
             for n in 0..<8 {
                 try refine.withUnsafeMutableBufferPointer { map in
-                    try encoder.encode(EncoderInput(picture), captureTime: UInt64(n + 1) * 33_333_333, refine: refined && n > 0 ? map.baseAddress : nil,
+                    try encoder.encode(EncoderInput(picture), captureTime: UInt64(n + 1) * 33_333_333, segments: refined && n > 0 ? map.baseAddress : nil,
                                        refineDelta: RefreshSchedule.refineDelta) { frame in
                         #expect(decoder.decode(frame.bytes) { shown = try? $0.copyI420() })
                     }
@@ -190,6 +190,47 @@ import Testing
         }
         // Left against right: far lower with the left half refined than with both coded alike.
         #expect(ratios[0] < 0.5 * ratios[1], "left/right squared error: \(ratios[0]) refined, \(ratios[1]) not")
+    }
+
+    @Test func macroblocksLeftOutAreKeptButForTheEdgesOfCodedOnes() throws {
+        // One changed macroblock in a converged 20×10 picture: it is coded; its
+        // right and lower neighbours stay in the coded segment (VP8 filters a
+        // macroblock's left and top edges with it, so the edges of what is
+        // coded are filtered as encoding every frame filters them); the rest
+        // is kept, not loop-filtered again. A frame coded widely or whole keeps nothing.
+        let picture = EncoderInput(try PixelBuffer(width: 320, height: 160, format: .i420))
+        var schedule = RefreshSchedule()
+        schedule.prepare(columns: 20, rows: 10)
+        schedule.withDamage { $0.update(repeating: 1, count: 200) }
+        #expect(schedule.plan(keyframe: true) == .everything)
+        // Two codings at a low quantizer with nothing changed: everything has converged.
+        for _ in 0..<3 {
+            schedule.converge(source: picture, reconstruction: picture, quantizer: 10, measure: false)
+            schedule.prepare(columns: 20, rows: 10)
+            _ = schedule.plan(keyframe: false)
+        }
+        #expect(schedule.refiningCount == 0)
+        schedule.prepare(columns: 20, rows: 10)
+        schedule.withDamage { $0[4 * 20 + 7] = 1 }
+        #expect(schedule.plan(keyframe: false) == .some(1))
+        let segments = schedule.withMaps { _, segments in segments.map { Array(UnsafeBufferPointer(start: $0, count: 200)) } }
+        let map = try #require(segments, "a partial frame has segments")
+        for i in 0..<200 {
+            let expected = [4 * 20 + 7, 4 * 20 + 8, 5 * 20 + 7].contains(i) ? VP8Encoder.Segment.coded : VP8Encoder.Segment.kept
+            #expect(map[i] == expected, "macroblock \(i % 20),\(i / 20): segment \(map[i])")
+        }
+        // More than one in eight coded (a video playing): the map would cost more bits than the filter saves, nothing kept.
+        schedule.prepare(columns: 20, rows: 10)
+        schedule.withDamage { $0.update(repeating: 1, count: 30) }
+        guard case .some = schedule.plan(keyframe: false) else { Issue.record("a partial frame expected"); return }
+        let wide = schedule.withMaps { _, segments in segments.map { Array(UnsafeBufferPointer(start: $0, count: 200)) } }
+        #expect(wide.map { !$0.contains(VP8Encoder.Segment.kept) } ?? true)
+        // Two thirds changed: coded whole, nothing kept.
+        schedule.prepare(columns: 20, rows: 10)
+        schedule.withDamage { $0.update(repeating: 1, count: 140) }
+        #expect(schedule.plan(keyframe: false) == .everything)
+        let whole = schedule.withMaps { _, segments in segments.map { Array(UnsafeBufferPointer(start: $0, count: 200)) } }
+        #expect(whole.map { !$0.contains(VP8Encoder.Segment.kept) } ?? true)
     }
 
     @Test func statusLineCountsSkippedApartFromDropped() {

@@ -18,8 +18,8 @@ public final class VP8Encoder {
     private var lastPts: Int64 = -1
     private var image = vpx_image_t()
     private var activeMapSet = false
-    /// Whether the last frame had a refine segment (``encode(_:captureTime:activeMap:refine:refineDelta:output:)``).
-    private var refineSet = false
+    /// Whether the last frame had segments (``encode(_:captureTime:activeMap:segments:refineDelta:output:)``).
+    private var segmentsSet = false
     /// The quantizer (0–63) of the last encoded frame, asked of libvpx only when wanted.
     public var lastQuantizer: Int { isOpen ? Int(cvpx_last_quantizer(&context)) : 0 }
     /// Whether ``VP8Settings/keyframeInterval`` applies now: off while every
@@ -60,15 +60,12 @@ public final class VP8Encoder {
             throw .library("vpx_codec_enc_init", String(cString: vpx_codec_err_to_string(status)))
         }
         isOpen = true
-        let controlled = cvpx_screen_share_controls(&context, Int32(settings.speed), Int32(settings.screenContentMode), Int32(settings.maxIntraBitratePercent))
-        guard controlled == VPX_CODEC_OK else {
-            throw .library("vpx_codec_control", String(cString: vpx_codec_error_detail(&context) ?? vpx_codec_err_to_string(controlled)))
-        }
+        try control("vpx_codec_control", cvpx_screen_share_controls(&context, Int32(settings.speed), Int32(settings.screenContentMode), Int32(settings.maxIntraBitratePercent)))
         self.width = width
         self.height = height
         keyframeRequested = true
         activeMapSet = false
-        refineSet = false
+        segmentsSet = false
     }
 
     /// The 90 kHz time stamp of a capture time (CLOCK_MONOTONIC ns).
@@ -93,13 +90,15 @@ public final class VP8Encoder {
     /// an inter frame codes only the macroblocks marked 1 and keeps the others
     /// as they are in the reference; a keyframe codes every macroblock.
     ///
-    /// With `refine` (the same layout), the macroblocks marked 1 are coded at
-    /// `refineDelta` (on libvpx's 0–63 scale, negative: finer) from the
-    /// frame's quantizer. The first such frame turns libvpx's own cyclic
+    /// With `segments` (the same layout), each macroblock is in the
+    /// ``Segment`` it names: ``Segment/refine`` is coded `refineDelta` (on
+    /// libvpx's 0–63 scale, negative: finer) from the frame's quantizer, and
+    /// ``Segment/kept`` (for macroblocks the active map leaves out) is not
+    /// loop-filtered again. The first such frame turns libvpx's own cyclic
     /// background refresh off for good: it uses the same segments, and the
     /// caller now says which macroblocks to refine.
     public func encode(_ input: EncoderInput, captureTime: UInt64, activeMap: UnsafeMutablePointer<UInt8>? = nil,
-                       refine: UnsafeMutablePointer<UInt8>? = nil, refineDelta: Int = 0, output: (EncodedFrame) throws -> Void) throws {
+                       segments: UnsafeMutablePointer<UInt8>? = nil, refineDelta: Int = 0, output: (EncodedFrame) throws -> Void) throws {
         if !isOpen || input.width != width || input.height != height {
             try open(width: input.width, height: input.height)
         }
@@ -110,18 +109,12 @@ public final class VP8Encoder {
         let interval = periodicKeyframes ? Int64(settings.keyframeInterval * 90_000) : 0
         if interval > 0, let last = lastKeyframePts, pts - last >= interval { keyframeRequested = true }
         if activeMap != nil || activeMapSet {
-            let status = cvpx_set_active_map(&context, activeMap, UInt32(macroblockRows), UInt32(macroblockColumns))
-            guard status == VPX_CODEC_OK else {
-                throw CodecError.library("VP8E_SET_ACTIVEMAP", String(cString: vpx_codec_error_detail(&context) ?? vpx_codec_err_to_string(status)))
-            }
+            try control("VP8E_SET_ACTIVEMAP", cvpx_set_active_map(&context, activeMap, UInt32(macroblockRows), UInt32(macroblockColumns)))
             activeMapSet = activeMap != nil
         }
-        if refine != nil || refineSet {
-            let status = cvpx_set_refine_segment(&context, refine, UInt32(macroblockRows), UInt32(macroblockColumns), Int32(refineDelta))
-            guard status == VPX_CODEC_OK else {
-                throw CodecError.library("VP8E_SET_ROI_MAP", String(cString: vpx_codec_error_detail(&context) ?? vpx_codec_err_to_string(status)))
-            }
-            refineSet = refine != nil
+        if segments != nil || segmentsSet {
+            try control("VP8E_SET_ROI_MAP", cvpx_set_segments(&context, segments, UInt32(macroblockRows), UInt32(macroblockColumns), Int32(refineDelta)))
+            segmentsSet = segments != nil
         }
 
         image.fmt = input.format == .nv12 ? VPX_IMG_FMT_NV12 : VPX_IMG_FMT_I420
@@ -168,6 +161,23 @@ public final class VP8Encoder {
     /// Macroblocks (16×16) across and down the picture being encoded.
     public var macroblockColumns: Int { (width + 15) / 16 }
     public var macroblockRows: Int { (height + 15) / 16 }
+
+    /// The VP8 segment a macroblock is put in (the bytes of `segments`).
+    public enum Segment {
+        /// Coded at the frame's quantizer.
+        public static let coded = UInt8(CVPX_SEGMENT_CODED)
+        /// Coded `refineDelta` finer: a region at rest refining.
+        public static let refine = UInt8(CVPX_SEGMENT_REFINE)
+        /// Left out by the active map: kept from the reference as it is, not loop-filtered again.
+        public static let kept = UInt8(CVPX_SEGMENT_KEPT)
+    }
+
+    /// Throws what libvpx said when a control call `name` refused.
+    private func control(_ name: String, _ status: vpx_codec_err_t) throws(CodecError) {
+        guard status == VPX_CODEC_OK else {
+            throw .library(name, String(cString: vpx_codec_error_detail(&context) ?? vpx_codec_err_to_string(status)))
+        }
+    }
 
     /// The encoder's reconstruction of the last frame (what every decoder
     /// shows), I420, borrowed from libvpx until the next encode.

@@ -114,16 +114,17 @@ public final class SharePipeline {
             return
         case .skip:
             stats.idleRepeats += 1
-            try schedule.withMaps { active, _ in try encode(input, frame: &frame, activeMap: active) }  // all zero: nothing coded
+            // Nothing coded, nothing loop-filtered again: every macroblock kept.
+            try schedule.withMaps { active, segments in try encode(input, frame: &frame, activeMap: active, segments: segments) }
         case .everything where damage == nil || keyframe:
             try encode(input, frame: &frame, activeMap: nil)
         case .everything:
             // Whole, with the regions at rest in the refine segment.
-            try schedule.withMaps { _, refine in try encode(input, frame: &frame, activeMap: nil, refine: refine) }
+            try schedule.withMaps { _, segments in try encode(input, frame: &frame, activeMap: nil, segments: segments) }
         case .some(let active):
             stats.partial += 1
             stats.activeMacroblocks += UInt64(active)
-            try schedule.withMaps { active, refine in try encode(input, frame: &frame, activeMap: active, refine: refine) }
+            try schedule.withMaps { active, segments in try encode(input, frame: &frame, activeMap: active, segments: segments) }
         }
         if damage != nil {
             if encoder.lastWasKeyframe { schedule.restart() }
@@ -135,9 +136,9 @@ public final class SharePipeline {
     }
 
     /// Encodes `input` (only the macroblocks marked in `activeMap`, when
-    /// given; those marked in `refine` finer) and hands the frame to the
-    /// recording, RTP and viewers.
-    private func encode(_ input: EncoderInput, frame: inout HostFrame, activeMap: UnsafeMutablePointer<UInt8>?, refine: UnsafeMutablePointer<UInt8>? = nil) throws {
+    /// given, each in the segment `segments` names) and hands the frame to
+    /// the recording, RTP and viewers.
+    private func encode(_ input: EncoderInput, frame: inout HostFrame, activeMap: UnsafeMutablePointer<UInt8>?, segments: UnsafeMutablePointer<UInt8>? = nil) throws {
         let captureTime = frame.metadata.captureTime
         if let recorder, !sizeWritten {
             recorder.setDimensions(width: input.width, height: input.height)
@@ -147,7 +148,7 @@ public final class SharePipeline {
         var encoded: UInt64 = 0
         var sent: UInt64 = 0
         do {
-            try encoder.encode(input, captureTime: captureTime, activeMap: activeMap, refine: refine, refineDelta: RefreshSchedule.refineDelta) { packet in
+            try encoder.encode(input, captureTime: captureTime, activeMap: activeMap, segments: segments, refineDelta: RefreshSchedule.refineDelta) { packet in
                 if encoded == 0 { encoded = MonotonicClock.now() }
                 stats.bytes += UInt64(packet.bytes.count)
                 try recorder?.write(packet)

@@ -366,6 +366,29 @@ import Testing
         #expect(!zero.withUnsafeBytes { a in first.withUnsafeBytes { b in a.elementsEqual(b) } })
     }
 
+    /// A content model redraws only where its picture changed (the caret's
+    /// lines, the video, the dragged window): each changed frame must be,
+    /// byte for byte, what drawing everything gives (a model started at
+    /// that frame draws it whole). The whole scripted minute in NV12 and
+    /// BGRA (chroma in 2×2 blocks; four bytes a pixel), and typing at 720p
+    /// (every length doubled).
+    @Test(arguments: [(PixelFormat.nv12, 320, 180, 1800), (.bgra, 320, 180, 1800), (.i420, 1280, 720, 90)])
+    func contentModelsRedrawOnlyWhatChangedToTheSameBytes(_ format: PixelFormat, _ width: Int, _ height: Int, _ frames: Int) throws {
+        let content: ContentScreen.Content = frames > 300 ? .mixed : .typing
+        let screen = try ContentScreen(content, width: width, height: height, format: format)
+        var compared = 0
+        for n in 0..<frames {
+            let picture = try #require(screen.nextFrame(number: UInt64(n)))
+            guard !screen.repeatsPrevious, n % (frames > 300 ? 5 : 1) == 0 else { continue }
+            let whole = try #require(try ContentScreen(content, width: width, height: height, format: format, start: n).nextFrame(number: UInt64(n)))
+            let same = picture.withUnsafeBytes { a in whole.withUnsafeBytes { b in a.elementsEqual(b) } }
+            #expect(same, "\(content) \(format) frame \(n) differs from drawing everything")
+            if !same { return }
+            compared += 1
+        }
+        #expect(compared >= frames / 12, "\(compared) frames compared")
+    }
+
     @Test(arguments: ContentScreen.Content.allCases)
     func contentModelsChangeWhatTheyClaimAndCarryTheFrameStamp(_ content: ContentScreen.Content) throws {
         let screen = try ContentScreen(content, width: 1280, height: 720)

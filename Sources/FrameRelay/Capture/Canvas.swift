@@ -28,15 +28,38 @@ public struct Color: Sendable, Equatable {
 /// (BGRA, NV12 or I420), which is all a synthetic screen needs.
 struct Canvas {
     let buffer: PixelBuffer
+    /// Where drawing lands (x0, y0, x1, y1; even, so every 2×2 chroma block
+    /// is either all in or all out): redrawing a changed area gives the
+    /// same bytes as drawing everything.
+    private(set) var clip: (x0: Int, y0: Int, x1: Int, y1: Int)
+
+    init(buffer: PixelBuffer) {
+        self.buffer = buffer
+        clip = (0, 0, buffer.width, buffer.height)
+    }
 
     var width: Int { buffer.width }
     var height: Int { buffer.height }
 
-    /// Fills the rectangle, clipped to the picture. Chroma is written for
-    /// every 2×2 block the rectangle touches.
+    /// Draws only inside the rectangle, widened to even edges (nil: everywhere).
+    mutating func clip(to rect: (x: Int, y: Int, width: Int, height: Int)?) {
+        guard let r = rect else {
+            clip = (0, 0, width, height)
+            return
+        }
+        clip = (max(0, r.x & ~1), max(0, r.y & ~1), min(width, (r.x + r.width + 1) & ~1), min(height, (r.y + r.height + 1) & ~1))
+    }
+
+    /// Whether anything drawn in the rectangle would land.
+    func touches(x: Int, y: Int, width w: Int, height h: Int) -> Bool {
+        x < clip.x1 && x + w > clip.x0 && y < clip.y1 && y + h > clip.y0
+    }
+
+    /// Fills the rectangle, clipped. Chroma is written for every 2×2 block
+    /// the rectangle touches.
     func fill(x: Int, y: Int, width w: Int, height h: Int, _ color: Color) {
-        let x0 = max(0, x), y0 = max(0, y)
-        let x1 = min(width, x + w), y1 = min(height, y + h)
+        let x0 = max(clip.x0, x), y0 = max(clip.y0, y)
+        let x1 = min(clip.x1, x + w), y1 = min(clip.y1, y + h)
         guard x0 < x1, y0 < y1 else { return }
         switch buffer.format {
         case .bgra:

@@ -23,7 +23,7 @@ public final class ContentScreen: FrameSource {
     public let width: Int
     public let height: Int
     private let buffer: PixelBuffer
-    private let canvas: Canvas
+    private var canvas: Canvas
     private let scale: Int
     /// What the picture shows: redrawn only when one of these moves.
     private struct State: Equatable {
@@ -63,7 +63,10 @@ public final class ContentScreen: FrameSource {
         advance()
         repeatsPrevious = drawn == state
         if drawn != state {
+            // Only where something moved: the same bytes as drawing everything, for a fraction of the work.
+            canvas.clip(to: drawn.flatMap(changedArea))
             draw()
+            canvas.clip(to: nil)
             drawn = state
             // The stamp names the frame that last changed the picture: a stamp
             // that counted every frame would itself be a change.
@@ -101,12 +104,61 @@ public final class ContentScreen: FrameSource {
         return (width - w - width / 20, bar + height / 10, w, h)
     }
 
+    private typealias Rect = (x: Int, y: Int, width: Int, height: Int)
+
+    /// The document as `state` shows it: where its text starts, the first
+    /// line in view and how far it is scrolled past it, the caret's line.
+    private func documentView(_ state: State) -> (top: Int, columns: Int, visible: Int, prose: Int, caretLine: Int, first: Int, offset: Int) {
+        let d = document
+        let top = d.y + line + 4 * scale
+        let columns = max(1, (d.width - 8 * scale) / (6 * scale))
+        let visible = max(2, (d.y + d.height - top) / line)
+        // The document: generated prose, the typed text from line `prose` on
+        // (the view follows the caret as an editor does), more prose below.
+        let prose = visible / 2
+        let caretLine = prose + state.typed / columns
+        let scroll = state.scroll + max(0, caretLine - (visible - 1)) * line
+        return (top, columns, visible, prose, caretLine, scroll / line, scroll % line)
+    }
+
+    /// The second window, with its shadow, as `state` places it.
+    private func windowRect(_ state: State) -> Rect {
+        let w = width * 3 / 10, h = height * 3 / 10
+        let x = Self.bounce(width * 6 / 10 + state.drag * 8 * scale / 2, range: max(1, width - w))
+        let y = bar + Self.bounce(height * 6 / 10 + state.drag * 4 * scale / 2, range: max(1, height - h - bar))
+        return (x, y, w + 5 * scale, h + 5 * scale)
+    }
+
+    /// Everything that differs between the picture of `old` and of the
+    /// current state, as one rectangle; nil when the document scrolled (redraw it all).
+    private func changedArea(from old: State) -> Rect? {
+        var area: Rect?
+        func add(_ r: Rect) {
+            guard let a = area else { return area = r }
+            let x0 = min(a.x, r.x), y0 = min(a.y, r.y)
+            area = (x0, y0, max(a.x + a.width, r.x + r.width) - x0, max(a.y + a.height, r.y + r.height) - y0)
+        }
+        let before = documentView(old), now = documentView(state)
+        if before.first != now.first || before.offset != now.offset { return nil }
+        if old.typed != state.typed || old.caret != state.caret {
+            // The caret's lines, from where it was to where it is.
+            let from = min(before.caretLine, now.caretLine), to = max(before.caretLine, now.caretLine)
+            add((document.x, now.top + (from - now.first) * line - now.offset, document.width, (to - from + 1) * line))
+        }
+        if old.video != state.video { add(videoRect) }
+        if old.drag != state.drag {
+            add(windowRect(old))
+            add(windowRect(state))
+        }
+        return area
+    }
+
     private func draw() {
         canvas.fill(x: 0, y: 0, width: width, height: height, Color(36, 52, 80))
         canvas.fill(x: 0, y: 0, width: width, height: bar, Color(226, 226, 230))
         PixelFont.draw("FILE  EDIT  VIEW  WINDOW  HELP", x: 4 * scale, y: 2 * scale, scale: scale, color: .black, on: canvas)
         drawDocument()
-        if let frame = state.video { drawVideo(frame) }
+        if let frame = state.video, canvas.touches(x: videoRect.x, y: videoRect.y, width: videoRect.width, height: videoRect.height) { drawVideo(frame) }
         drawSecondWindow()
     }
 
@@ -116,19 +168,11 @@ public final class ContentScreen: FrameSource {
         canvas.fill(x: d.x, y: d.y, width: d.width, height: d.height, Color(250, 250, 248))
         canvas.fill(x: d.x, y: d.y, width: d.width, height: line + 2 * scale, Color(200, 200, 206))
         PixelFont.draw("NOTES.TXT", x: d.x + 4 * scale, y: d.y + scale, scale: scale, color: .black, on: canvas)
-        let top = d.y + line + 4 * scale
-        let columns = max(1, (d.width - 8 * scale) / (6 * scale))
-        let visible = max(2, (d.y + d.height - top) / line)
-        // The document: generated prose, the typed text from line `prose` on
-        // (the view follows the caret as an editor does), more prose below.
-        let prose = visible / 2
-        let caretLine = prose + state.typed / columns
-        let scroll = state.scroll + max(0, caretLine - (visible - 1)) * line
-        let first = scroll / line, offset = scroll % line
+        let (top, columns, visible, prose, caretLine, first, offset) = documentView(state)
         for row in 0...visible {
             let index = first + row
             let y = top + row * line - offset
-            guard y >= top, y + line <= d.y + d.height else { continue }
+            guard y >= top, y + line <= d.y + d.height, canvas.touches(x: d.x, y: y, width: d.width, height: line) else { continue }
             let text: String
             if index < prose || index > caretLine || state.typed == 0 {
                 text = Self.prose(index, columns: columns)
@@ -181,9 +225,8 @@ public final class ContentScreen: FrameSource {
     /// A small window: dragged along a bouncing path with `drag`, otherwise where it rests.
     private func drawSecondWindow() {
         let w = width * 3 / 10, h = height * 3 / 10
-        let rangeX = max(1, width - w), rangeY = max(1, height - h - bar)
-        let x = Self.bounce(width * 6 / 10 + state.drag * 8 * scale / 2, range: rangeX)
-        let y = bar + Self.bounce(height * 6 / 10 + state.drag * 4 * scale / 2, range: rangeY)
+        let (x, y, shadowed, shadowedHeight) = windowRect(state)
+        guard canvas.touches(x: x, y: y, width: shadowed, height: shadowedHeight) else { return }
         canvas.fill(x: x + 5 * scale, y: y + 5 * scale, width: w, height: h, Color(20, 30, 48))
         canvas.fill(x: x, y: y, width: w, height: h, Color(16, 16, 16))
         canvas.fill(x: x, y: y, width: w, height: line + 2 * scale, Color(70, 70, 76))

@@ -56,6 +56,7 @@ enum PixelFont {
 
     /// Draws `text` with its top-left at (x, y), each font pixel `scale` wide.
     static func draw(_ text: String, x: Int, y: Int, scale: Int, color: Color, on canvas: Canvas) {
+        guard canvas.touches(x: x, y: y, width: canvas.width, height: glyphHeight * scale) else { return }
         var penX = x
         for character in text.utf8 {
             let glyph = rows(of: character)

@@ -110,6 +110,26 @@ import Testing
         #expect(encodedAfterStop.suffix(60).allSatisfy { !$0 } && stats.skipped >= 60, "the last 2 s of the still screen are skipped")
     }
 
+    @Test func aPictureNameIsTrustedOnlyInTheGeometryItCameIn() throws {
+        let picture = try PixelBuffer(width: 64, height: 48, format: .i420)
+        let detector = DamageDetector()
+        var changed = [UInt8](repeating: 0, count: 12)
+        func frame(_ name: UInt64, width: Int = 64, format: PixelFormat = .i420, orientation: Orientation = .up) -> FrameMetadata {
+            FrameMetadata(frameNumber: 1, captureTime: 1, picture: name, width: width, height: 48, format: format, orientation: orientation,
+                          payloadSize: picture.byteCount, planes: picture.layout)
+        }
+        #expect(!detector.holds(frame(7)), "nothing is kept yet")
+        _ = try changed.withUnsafeMutableBufferPointer { try detector.compare(EncoderInput(picture), source: frame(7), into: $0.baseAddress!) }
+        #expect(detector.holds(frame(7)))
+        #expect(!detector.holds(frame(0)), "0 names no picture")
+        #expect(!detector.holds(frame(8)))
+        // A producer that keeps a name across a change of size, format or orientation is not believed.
+        #expect(!detector.holds(frame(7, width: 80)) && !detector.holds(frame(7, format: .nv12)) && !detector.holds(frame(7, orientation: .left)))
+        // A picture compared without a name forgets the old one.
+        _ = try changed.withUnsafeMutableBufferPointer { try detector.compare(EncoderInput(picture), into: $0.baseAddress!) }
+        #expect(!detector.holds(frame(7)))
+    }
+
     @Test func aProducerThatSaysAFrameRepeatsSavesTheCompareAndChangesNoBit() throws {
         // One second of typing, then two of the last picture, in BGRA (the
         // host converts what it compares): told by the producer, and not.

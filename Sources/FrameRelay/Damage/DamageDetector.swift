@@ -15,8 +15,10 @@
 /// no conversion, no compare.
 public final class DamageDetector {
     private var previous: PixelBuffer?
-    /// The producer's name for the kept picture; 0 when it gave none.
-    private var keptName: UInt64 = 0
+    /// The producer's name for the kept picture and the geometry it came
+    /// in (a name is only trusted again at the same size, format and
+    /// orientation); nil when it gave none.
+    private var keptName: (picture: UInt64, width: Int, height: Int, format: PixelFormat, orientation: Orientation)?
     /// Macroblocks across and down the last picture compared.
     public private(set) var columns = 0
     public private(set) var rows = 0
@@ -27,10 +29,14 @@ public final class DamageDetector {
     /// frame: past two thirds, an active map saves libvpx nothing worth its bookkeeping.
     public static func isWholeFrame(_ count: Int, of total: Int) -> Bool { count * 3 >= total * 2 }
 
-    /// Whether the kept picture is the one the producer names `picture`
-    /// (0 names none): then the frame changed nothing, and ``kept`` is what
-    /// its conversion would have made.
-    public func holds(_ picture: UInt64) -> Bool { picture != 0 && picture == keptName && previous != nil }
+    /// Whether the kept picture is the one the producer names in `frame`
+    /// (``FrameMetadata/picture``; 0 names none), in the same geometry: then
+    /// the frame changed nothing, and ``kept`` is what its conversion would
+    /// have made.
+    public func holds(_ frame: FrameMetadata) -> Bool {
+        guard frame.picture != 0, previous != nil, let kept = keptName else { return false }
+        return kept == (frame.picture, frame.width, frame.height, frame.format, frame.orientation)
+    }
 
     /// The last picture compared, for the encoder (valid until the next compare).
     public var kept: EncoderInput? { previous.map(EncoderInput.init) }
@@ -41,12 +47,12 @@ public final class DamageDetector {
     /// and one of a new size or format, is all changed. Once the luma shows
     /// a whole frame's worth of change (``isWholeFrame(_:of:)``), the rest is
     /// only copied, not compared, and every macroblock counts as changed: the
-    /// frame is coded whole anyway. `picture` is the producer's name for
-    /// the picture (``FrameMetadata/picture``), kept for ``holds(_:)``.
-    public func compare(_ input: EncoderInput, picture: UInt64 = 0, into changed: UnsafeMutablePointer<UInt8>) throws -> Int {
-        keptName = 0
+    /// frame is coded whole anyway. `source` is the frame `input` was made
+    /// from: its producer's name for the picture is kept for ``holds(_:)``.
+    public func compare(_ input: EncoderInput, source: FrameMetadata? = nil, into changed: UnsafeMutablePointer<UInt8>) throws -> Int {
+        keptName = nil
         let count = try update(input, into: changed)
-        keptName = picture
+        if let s = source, s.picture != 0 { keptName = (s.picture, s.width, s.height, s.format, s.orientation) }
         return count
     }
 

@@ -82,7 +82,7 @@ public final class SharePipeline {
     public func process(_ frame: inout HostFrame) throws {
         let metadata = frame.metadata
         // The producer says this is the picture already held: nothing to convert or compare.
-        let repeated = damage?.holds(metadata.picture) == true
+        let repeated = damage?.holds(metadata) == true
         let input: EncoderInput
         do {
             input = repeated ? damage!.kept! : try converter.convert(frame.view)
@@ -98,7 +98,7 @@ public final class SharePipeline {
                 stats.repeated += 1
             } else {
                 do {
-                    _ = try schedule.withDamage { try damage.compare(input, picture: metadata.picture, into: $0) }
+                    _ = try schedule.withDamage { try damage.compare(input, source: metadata, into: $0) }
                 } catch {
                     throw InvalidFrame.undecodable(frameNumber: metadata.frameNumber, reason: "\(error)")
                 }

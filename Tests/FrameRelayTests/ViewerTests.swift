@@ -256,6 +256,8 @@ import Testing
             let metrics = String(decoding: fetch("\(base)/metrics").body, as: UTF8.self)
             #expect(metrics.contains("framerelay_frames_taken_total{app_group=\"\(group.name)\"}"))
             #expect(metrics.contains("framerelay_frames_skipped_total{app_group=\"\(group.name)\"}"), "skipped apart from dropped")
+            // The synthetic screen changes every frame: its producer says none repeats.
+            #expect(metrics.contains("framerelay_frames_repeated_total{app_group=\"\(group.name)\"} 0"), "repeats counted apart")
             #expect(metrics.contains("# TYPE framerelay_capture_latency_seconds histogram"))
             #expect(metrics.contains("framerelay_capture_latency_seconds_bucket{app_group=\"\(group.name)\",stage=\"encoded\",le=\"+Inf\"}"))
             #expect(metrics.contains("framerelay_build_info{version=\"\(FrameRelayVersion.string)\"} 1"))

@@ -182,20 +182,18 @@ public struct RefreshSchedule {
                 segmentMap[i] = VP8Encoder.Segment.coded
             }
         }
+        let whole = keyframe || DamageDetector.isWholeFrame(active, of: changed.count)
         segmented = true
-        if active * Self.keptAtMost > changed.count {
-            // Coded widely: the segment map's bits (about 0.8 bits a macroblock at a quarter coded) cost more than the filter saves.
-            for i in segmentMap.indices where segmentMap[i] == VP8Encoder.Segment.kept { segmentMap[i] = VP8Encoder.Segment.coded }
-            segmented = refineCount > 0
-        }
-        if keyframe || DamageDetector.isWholeFrame(active, of: changed.count) {
-            // Coded whole: nothing is kept, and without anything refining no segments at all.
+        if whole || active * Self.keptAtMost > changed.count {
+            // Coded whole or widely: nothing is kept (the map's bits, about 0.8 a macroblock
+            // with a quarter coded, cost more than the filter saves), and without anything
+            // refining there are no segments at all.
             segmented = refineCount > 0
             if segmented {
                 for i in segmentMap.indices where segmentMap[i] == VP8Encoder.Segment.kept { segmentMap[i] = VP8Encoder.Segment.coded }
             }
-            return .everything
         }
+        if whole { return .everything }
         return active == 0 ? .skip : .some(active)
     }
 

@@ -25,8 +25,8 @@ private final class ContentRun {
         decoder = try VP8Decoder()
     }
 
-    func step(_ frame: PixelBuffer, number: Int, captureTime: UInt64, repeats: Bool = false) throws {
-        let r = try relay.relay(frame, number: number, captureTime: captureTime, repeatsPrevious: repeats)
+    func step(_ frame: PixelBuffer, number: Int, captureTime: UInt64, repeats: Bool = false, changed: PixelRegion? = nil) throws {
+        let r = try relay.relay(frame, number: number, captureTime: captureTime, repeatsPrevious: repeats, changed: changed)
         cpu.append(Double(r.cpu) / 1000)
         host.append(r.encoded ? Double(r.host) / 1000 : nil)
         while next < viewers.count {
@@ -56,7 +56,7 @@ func contentBenchmarks(quick: Bool, clip: String?, wants: (String) -> Bool = { _
         let capacity = try PixelBuffer.capacity(width: width, height: height, format: .i420)
         let every = try ContentRun(capacity: capacity, encodeEveryFrame: true, name: "every")
         let aware = try ContentRun(capacity: capacity, encodeEveryFrame: false, name: "changed")
-        // A content model also says which frames repeat the one before, as broadcast-sim passes it on.
+        // A content model also says which frames repeat the one before, and where the others changed, as broadcast-sim passes it on.
         let told = frames.knowsRepeats ? try ContentRun(capacity: capacity, encodeEveryFrame: false, name: "told") : nil
         let start = MonotonicClock.now()
         for n in 0..<count {
@@ -64,7 +64,7 @@ func contentBenchmarks(quick: Bool, clip: String?, wants: (String) -> Bool = { _
             let frame = try frames.frame(n)
             try every.step(frame, number: n, captureTime: capture)
             try aware.step(frame, number: n, captureTime: capture)
-            try told?.step(frame, number: n, captureTime: capture, repeats: frames.repeatsPrevious)
+            try told?.step(frame, number: n, captureTime: capture, repeats: frames.repeatsPrevious, changed: frames.changedRegion)
         }
         let name = "content.\(source).720p"
         let cpuEvery = every.cpu.reduce(0, +), cpuAware = aware.cpu.reduce(0, +)
@@ -92,10 +92,11 @@ func contentBenchmarks(quick: Bool, clip: String?, wants: (String) -> Bool = { _
         results.append(BenchmarkResult(name: name + ".changed_only.encoded_frame_host_time.p50", unit: "us", value: awareChanged.percentile(50),
             extra: "taken → encoded of the frames both ways encoded; every frame: \(fixed(everyChanged.percentile(50), 0)) µs, "
                 + "\(fixed(awareChanged.percentile(50) - everyChanged.percentile(50), 0)) µs apart"))
-        if let told, told.relay.pipeline.stats.repeated > 0 {
-            let cpuTold = told.cpu.reduce(0, +)
+        if let told {
+            let cpuTold = told.cpu.reduce(0, +), stats = told.relay.pipeline.stats
             results.append(BenchmarkResult(name: name + ".producer_told.cpu_saving_ratio", unit: "x", value: cpuEvery / cpuTold,
-                extra: "as cpu_saving_ratio, the producer saying which frames repeat the one before (\(told.relay.pipeline.stats.repeated) did): "
+                extra: "as cpu_saving_ratio, the producer saying which frames repeat the one before (\(stats.repeated) did) "
+                    + "and where the others changed (\(stats.located) compared only there): "
                     + "\(fixed(Double(count) / (cpuTold / 1e6), 0)) frames per CPU second, \(fixed(told.psnr.reduce(0, +) / Double(count), 2)) dB"))
         }
         if source == "still" {
@@ -143,6 +144,8 @@ private final class ContentFrames {
     var knowsRepeats: Bool { screen is ContentScreen }
     /// Whether the last frame repeats the one before, as its source says.
     var repeatsPrevious: Bool { screen?.repeatsPrevious ?? false }
+    /// Where the last frame differs from the one before, as its source says.
+    var changedRegion: PixelRegion? { screen?.changedRegion }
 
     /// Frame `n` (in order), valid until the next call.
     func frame(_ n: Int) throws -> PixelBuffer {

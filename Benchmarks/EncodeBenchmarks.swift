@@ -146,10 +146,13 @@ final class RelayPath {
     /// clock, as the plain loop's); returns host-side ns, publish → encoded ns
     /// measured from this call, the ring write's ns, the host side's CPU ns
     /// on this thread, and whether the frame was encoded (not skipped).
-    /// `repeatsPrevious`: the producer says the frame repeats the one before.
-    func relay(_ frame: PixelBuffer, number: Int, captureTime: UInt64, repeatsPrevious: Bool = false) throws -> (host: UInt64, endToEnd: UInt64, write: UInt64, cpu: UInt64, encoded: Bool) {
+    /// `repeatsPrevious`: the producer says the frame repeats the one before;
+    /// `changed`: where it differs from the one before, as the producer says.
+    func relay(
+        _ frame: PixelBuffer, number: Int, captureTime: UInt64, repeatsPrevious: Bool = false, changed: PixelRegion? = nil
+    ) throws -> (host: UInt64, endToEnd: UInt64, write: UInt64, cpu: UInt64, encoded: Bool) {
         let entry = MonotonicClock.now()
-        try producer.publish(frame, frameNumber: UInt64(number), captureTime: captureTime, repeatsPrevious: repeatsPrevious)
+        try producer.publish(frame, frameNumber: UInt64(number), captureTime: captureTime, repeatsPrevious: repeatsPrevious, changed: changed)
         let takeStart = MonotonicClock.now()
         let write = takeStart - entry
         let cpuStart = threadCPUTime()

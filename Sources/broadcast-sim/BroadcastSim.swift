@@ -178,7 +178,11 @@ struct BroadcastSim: ParsableCommand {
             let captureTime = MonotonicClock.now()
             guard let upright = try source.nextFrame(number: number) else { break }
             let buffer = try formatter.format(upright)
-            switch handler.processSample(buffer, frameNumber: number, captureTime: captureTime, orientation: orientation, unchanged: source.repeatsPrevious) {
+            // Where the picture changed, in upright raw pixels (a turned picture, or a JPEG's blocks, would need it mapped).
+            let changed = orientation == .up && format != .jpeg ? source.changedRegion : nil
+            switch handler.processSample(
+                buffer, frameNumber: number, captureTime: captureTime, orientation: orientation, unchanged: source.repeatsPrevious, changed: changed)
+            {
             case .published: published += 1
             case .stopRequested: stopReason = "host asked to stop"; break loop
             case .tooLarge: throw UsageError("frame \(number) (\(buffer.byteCount) bytes) does not fit the ring")

@@ -70,6 +70,80 @@ import Testing
         #expect(f3.metadata.picture == f2.metadata.picture)
     }
 
+    @Test func aFrameSaysWhereItChangedSinceThePictureTheHostTook() throws {
+        let group = uniqueGroup("ring")
+        let buffer = try makeBuffer(64, 48, .i420)
+        let producer = try RingProducer(appGroup: group, slotCapacity: try PixelBuffer.capacity(width: 96, height: 48, format: .i420))
+        let host = RingHost(appGroup: group)
+        defer { host.detach() }
+        let r1 = PixelRect(x: 0, y: 0, width: 16, height: 16), r2 = PixelRect(x: 32, y: 16, width: 8, height: 8), r3 = PixelRect(x: 48, y: 32, width: 16, height: 16)
+        func publish(_ n: Int, _ changed: PixelRegion?, repeats: Bool = false, buffer: PixelBuffer? = nil) throws {
+            try producer.publish(buffer ?? makeBuffer(64, 48, .i420), frameNumber: UInt64(n), captureTime: 1, repeatsPrevious: repeats, changed: changed)
+        }
+        func take() throws -> FrameMetadata? {
+            guard case .frame(let frame) = try nextFrameEvent(host) else { Issue.record("no frame"); return nil }
+            return frame.metadata
+        }
+        try publish(0, nil)
+        let a = try #require(try take())
+        #expect(a.changedSince == 0, "a frame that says nothing names no picture")
+        try publish(1, PixelRegion([r1]))
+        let b = try #require(try take())
+        #expect(b.changedSince == a.picture && b.changed == PixelRegion([r1]))
+        // The host misses frame 2: frame 3 says what both changed since the picture the host holds.
+        try publish(2, PixelRegion([r2]))
+        try publish(3, PixelRegion([r3]))
+        let d = try #require(try take())
+        #expect(d.frameNumber == 3 && d.changedSince == b.picture && d.changed == PixelRegion([r2, r3]))
+        // A repeat names its picture and no change; a frame whose capturer cannot say, none.
+        try publish(4, nil, repeats: true)
+        let e = try #require(try take())
+        #expect(e.picture == d.picture && e.changedSince == d.picture && e.changed.isEmpty)
+        try publish(5, nil)
+        #expect(try take()?.changedSince == 0)
+        try publish(6, PixelRegion([r1]))
+        #expect(try take()?.changedSince != 0)
+        // Another size is another picture: nothing to have changed since.
+        try publish(7, PixelRegion([r1]), buffer: try makeBuffer(96, 48, .i420))
+        #expect(try take()?.changedSince == 0)
+        producer.finish()
+
+        // A capturer's regions of samples left unpublished (paused, throttled) go with the next one published.
+        final class Handler: BroadcastSampleHandler {
+            let group: String
+            init(_ group: String, capacity: Int) { self.group = group; super.init(slotCapacity: capacity) }
+            override func appGroupName() -> String { group }
+        }
+        let sampler = Handler(group.name, capacity: buffer.capacity)
+        try sampler.broadcastStarted()
+        defer { sampler.broadcastFinished() }
+        #expect(sampler.processSample(buffer, frameNumber: 0, captureTime: 1, changed: PixelRegion([r1])) == .published(replacedUntaken: false))
+        let s0 = try #require(try take())
+        sampler.broadcastPaused()
+        _ = sampler.processSample(buffer, frameNumber: 1, captureTime: 2, changed: PixelRegion([r2]))
+        sampler.broadcastResumed()
+        _ = sampler.processSample(buffer, frameNumber: 2, captureTime: 3, unchanged: true)
+        let s2 = try #require(try take())
+        #expect(s2.picture != s0.picture && s2.changedSince == s0.picture && s2.changed == PixelRegion([r2]))
+        sampler.broadcastPaused()
+        _ = sampler.processSample(buffer, frameNumber: 3, captureTime: 4)  // changed, nobody says where
+        sampler.broadcastResumed()
+        _ = sampler.processSample(buffer, frameNumber: 4, captureTime: 5, changed: PixelRegion([r3]))
+        #expect(try take()?.changedSince == 0)
+    }
+
+    @Test func aRegionOfMoreRectanglesThanItHoldsMergesEachIntoTheOneItGrowsLeast() {
+        var region = PixelRegion()
+        region.add(PixelRect(x: 0, y: 0, width: 0, height: 9))  // empty: nothing
+        #expect(region.isEmpty)
+        let corners = [PixelRect(x: 0, y: 0, width: 10, height: 10), PixelRect(x: 100, y: 0, width: 10, height: 10),
+                       PixelRect(x: 0, y: 100, width: 10, height: 10), PixelRect(x: 100, y: 100, width: 10, height: 10)]
+        for rect in corners { region.add(rect) }
+        region.add(PixelRect(x: 104, y: 112, width: 4, height: 4))  // just below the last corner
+        #expect(region.count == PixelRegion.maxRects)
+        #expect(region == PixelRegion(Array(corners.dropLast()) + [PixelRect(x: 100, y: 100, width: 10, height: 16)]))
+    }
+
     @Test func newestFrameWinsAndEveryReplacedFrameCountsAsDropped() throws {
         let group = uniqueGroup("ring")
         let buffer = try makeBuffer()
@@ -105,7 +179,7 @@ import Testing
 
     enum Corruption: String, CaseIterable {
         case zeroWidth, hugeHeight, unknownFormat, unknownOrientation, payloadPastSlot, zeroPayload
-        case planeCount, strideTooSmall, offsetPastPayload, checksum
+        case planeCount, strideTooSmall, offsetPastPayload, checksum, changedPastPicture
     }
 
     @Test(arguments: Corruption.allCases)
@@ -132,6 +206,11 @@ import Testing
         case .strideTooSmall: segment.setU32(slot + SlotHeader.Field.strides + 4, 3)
         case .offsetPastPayload: segment.setU32(slot + SlotHeader.Field.offsets + 8, 0x7FFF_FFFF)
         case .checksum: segment.setU32(slot + SlotHeader.Field.checksum, 12345)
+        case .changedPastPicture:
+            // 8 wide from x 60 in a 64-wide picture.
+            segment.setU32(slot + SlotHeader.Field.changedSince, 7)
+            segment.setU32(slot + SlotHeader.Field.changed, 60)
+            segment.setU32(slot + SlotHeader.Field.changed + 4, 8 | 8 << 16)
         }
         guard case .invalidFrame = try nextFrameEvent(host) else {
             Issue.record("\(corruption) was not refused")

@@ -258,6 +258,7 @@ import Testing
             #expect(metrics.contains("framerelay_frames_skipped_total{app_group=\"\(group.name)\"}"), "skipped apart from dropped")
             // The synthetic screen changes every frame: its producer says none repeats.
             #expect(metrics.contains("framerelay_frames_repeated_total{app_group=\"\(group.name)\"} 0"), "repeats counted apart")
+            #expect(metrics.contains("framerelay_frames_located_total{app_group=\"\(group.name)\"} 0"), "nor says where it changes")
             #expect(metrics.contains("# TYPE framerelay_capture_latency_seconds histogram"))
             #expect(metrics.contains("framerelay_capture_latency_seconds_bucket{app_group=\"\(group.name)\",stage=\"encoded\",le=\"+Inf\"}"))
             #expect(metrics.contains("framerelay_build_info{version=\"\(FrameRelayVersion.string)\"} 1"))

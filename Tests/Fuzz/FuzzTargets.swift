@@ -45,7 +45,9 @@ private let fuzzGroup = try! AppGroup("group.com.example.app.ScreenSharingExtens
 
 /// The input is a ring segment's first bytes (the rest zero): the header is
 /// inspected as a host or producer would, and every slot's metadata
-/// validated; a slot that passes has each of its planes read end to end.
+/// validated; a slot that passes has each of its planes read end to end,
+/// and one that says where it changed is compared only there, as the host
+/// does when it holds the picture named.
 private func fuzzSlot(_ bytes: UnsafeRawBufferPointer) {
     let size = RingLayout.segmentSize(capacity: slotCapacity)
     segment.initializeMemory(as: UInt8.self, repeating: 0, count: size)
@@ -65,7 +67,23 @@ private func fuzzSlot(_ bytes: UnsafeRawBufferPointer) {
         }
         frame.withUnsafePayload { for byte in $0 { sum &+= byte } }
         blackHole(sum)
+        if metadata.changedSince != 0, metadata.format != .jpeg {
+            compareChangedRegion(frame)
+        }
     }
+}
+
+private func compareChangedRegion(_ frame: FrameView) {
+    let detector = DamageDetector(), converter = FrameConverter()
+    let m = frame.metadata
+    guard let input = try? converter.convert(frame) else { return }
+    var held = m
+    held.picture = m.changedSince
+    let changed = UnsafeMutablePointer<UInt8>.allocate(capacity: (m.width + 15) / 16 * ((m.height + 15) / 16))
+    defer { changed.deallocate() }
+    _ = try? detector.compare(input, source: held, into: changed)
+    guard let region = detector.changes(in: m), let partial = try? converter.convert(frame, only: region) else { return }
+    _ = try? detector.compare(partial, source: m, region: region, into: changed)
 }
 
 // MARK: - Network input

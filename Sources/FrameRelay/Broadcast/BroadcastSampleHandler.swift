@@ -29,8 +29,10 @@ open class BroadcastSampleHandler {
     /// The longest single ``processSample(_:frameNumber:captureTime:orientation:)`` call, in ns.
     public private(set) var maxSampleNanoseconds: UInt64 = 0
     private var lastPublishedCapture: UInt64 = 0
-    /// A sample changed the picture since the last one published (it was throttled or ignored).
-    private var changedUnpublished = false
+    /// Where samples not published (throttled, ignored or failed) changed
+    /// the picture since the last one published: empty when they did not,
+    /// nil when one changed it where its capturer could not say.
+    private var unpublished: PixelRegion? = PixelRegion()
 
     public init(slotCapacity: Int) {
         self.slotCapacity = slotCapacity
@@ -53,12 +55,20 @@ open class BroadcastSampleHandler {
     /// One captured frame; returns at once whatever the host is doing.
     /// `unchanged`: the capturer knows the pixels are those of the sample
     /// before (a still screen); the host then need not compare them.
+    /// `changed`: the capturer knows they differ from the sample before only
+    /// there; the host then compares only there.
     @discardableResult
     open func processSample(
-        _ buffer: PixelBuffer, frameNumber: UInt64, captureTime: UInt64, orientation: Orientation = .up, unchanged: Bool = false
+        _ buffer: PixelBuffer, frameNumber: UInt64, captureTime: UInt64, orientation: Orientation = .up, unchanged: Bool = false,
+        changed: PixelRegion? = nil
     ) -> SampleResult {
+        // What this sample changed since the last one published, with those left out on the way.
+        var region = unpublished
+        if !unchanged {
+            if let changed { region?.formUnion(changed) } else { region = nil }
+        }
         guard let ring, !isPaused else {
-            changedUnpublished = changedUnpublished || !unchanged
+            unpublished = region
             return .ignored
         }
         if ring.stopRequested { return .stopRequested }
@@ -66,7 +76,7 @@ open class BroadcastSampleHandler {
             captureTime &- lastPublishedCapture < 900_000_000 / UInt64(rate)
         {
             throttled += 1
-            changedUnpublished = changedUnpublished || !unchanged
+            unpublished = region
             return .throttled
         }
         let start = MonotonicClock.now()
@@ -74,12 +84,12 @@ open class BroadcastSampleHandler {
         do {
             let replaced = try ring.publish(
                 buffer, frameNumber: frameNumber, captureTime: captureTime, orientation: orientation, checksum: checksums,
-                repeatsPrevious: unchanged && !changedUnpublished)
-            changedUnpublished = false
+                repeatsPrevious: region?.isEmpty == true, changed: region)
+            unpublished = PixelRegion()
             lastPublishedCapture = captureTime
             return .published(replacedUntaken: replaced)
         } catch {
-            changedUnpublished = changedUnpublished || !unchanged
+            unpublished = region
             if case .frameTooLarge = error { return .tooLarge }
             return .ringFailed(error.description)
         }

@@ -37,6 +37,8 @@ public final class ContentScreen: FrameSource {
     private var drawn: State?
     private var step = 0
     public private(set) var repeatsPrevious = false
+    /// What the last frame redrew (the changed area and the stamp); nil when it drew everything.
+    public private(set) var changedRegion: PixelRegion?
 
     /// The content's phase at step `n` (frames since the start), for `mixed`.
     static func phase(_ content: Content, step n: Int) -> Content {
@@ -62,9 +64,15 @@ public final class ContentScreen: FrameSource {
     public func nextFrame(number: UInt64) -> PixelBuffer? {
         advance()
         repeatsPrevious = drawn == state
+        changedRegion = repeatsPrevious ? PixelRegion() : nil
         if drawn != state {
             // Only where something moved: the same bytes as drawing everything, for a fraction of the work.
-            canvas.clip(to: drawn.flatMap(changedArea))
+            let area = drawn.flatMap(changedArea)
+            canvas.clip(to: area)
+            if area != nil {
+                let c = canvas.clip
+                changedRegion = PixelRegion([PixelRect(x: c.x0, y: c.y0, width: c.x1 - c.x0, height: c.y1 - c.y0), FrameStamp.area(width: width, height: height)])
+            }
             draw()
             canvas.clip(to: nil)
             drawn = state

@@ -11,8 +11,13 @@ public protocol FrameSource: AnyObject {
     /// before it: damage the source knows for free (the producer passes it
     /// on, so the host need not compare). False when the source cannot tell.
     var repeatsPrevious: Bool { get }
+    /// Where the last picture returned differs from the one before, when
+    /// the source knows (a redrawn area, the display's damage); nil when it
+    /// cannot tell.
+    var changedRegion: PixelRegion? { get }
 }
 
 extension FrameSource {
     public var repeatsPrevious: Bool { false }
+    public var changedRegion: PixelRegion? { nil }
 }

@@ -12,6 +12,13 @@ public enum FrameStamp {
         return cell >= 2 ? cell : nil
     }
 
+    /// Where the stamp lies in a `width × height` picture, to even edges
+    /// (its chroma's 2×2 blocks); empty when it has none.
+    static func area(width: Int, height: Int) -> PixelRect {
+        guard let cell = cellSize(width: width), height >= cell else { return PixelRect(x: 0, y: 0, width: 0, height: 0) }
+        return PixelRect(x: 0, y: 0, width: min(width, (bits * cell + 1) & ~1), height: min(height, (cell + 1) & ~1))
+    }
+
     /// Stamps `number` into a raw-format buffer (I420, NV12 or BGRA).
     public static func stamp(_ number: UInt64, into buffer: PixelBuffer) {
         draw(number, on: Canvas(buffer: buffer))

@@ -32,9 +32,18 @@ public final class FrameConverter {
         self.bands = max(1, bands)
     }
 
+    /// Whether a frame is scaled down before it is encoded.
+    public func scales(_ m: FrameMetadata) -> Bool {
+        guard let maxSize else { return false }
+        let (w, h) = m.orientation.swapsDimensions ? (m.height, m.width) : (m.width, m.height)
+        return w > maxSize.width || h > maxSize.height
+    }
+
     /// The encoder input for `frame`, valid until the next call (and, when
-    /// zero-copy, only while the frame is).
-    public func convert(_ frame: FrameView) throws -> EncoderInput {
+    /// zero-copy, only while the frame is). `only`: a BGRA frame is
+    /// converted in these macroblocks only (the producer said the rest is
+    /// the picture converted before; the caller encodes from its own copy).
+    public func convert(_ frame: FrameView, only region: PixelRegion? = nil) throws -> EncoderInput {
         let m = frame.metadata
         var picture: PixelBuffer?
         var input: EncoderInput
@@ -48,7 +57,11 @@ public final class FrameConverter {
                                  planes: (frame.plane(0), frame.plane(1), nil), strides: m.planes.strides)
         case .bgra:
             let out = try reuse(&converted, m.width, m.height, .i420)
-            convertBGRA(frame.plane(0), stride: m.planes.strides.0, width: m.width, height: m.height, into: out)
+            if let region {
+                convertBGRA(frame.plane(0), stride: m.planes.strides.0, width: m.width, height: m.height, region: region, into: out)
+            } else {
+                convertBGRA(frame.plane(0), stride: m.planes.strides.0, width: m.width, height: m.height, into: out)
+            }
             picture = out
             input = out.encoderInput
         case .jpeg:
@@ -105,6 +118,19 @@ public final class FrameConverter {
             job.convert(band: 0)
         } else {
             DispatchQueue.concurrentPerform(iterations: bands) { job.convert(band: $0) }
+        }
+    }
+
+    /// BGRA → I420 of the macroblocks `region` touches, on this thread.
+    private func convertBGRA(_ source: UnsafeRawPointer, stride: Int, width: Int, height: Int, region: PixelRegion, into out: PixelBuffer) {
+        for i in 0..<region.count {
+            let blocks = region[i].macroblocks(width: width, height: height)
+            let x = blocks.column * 16, top = blocks.row * 16
+            let w = min(width - x, blocks.columns * 16), h = min(height - top, blocks.rows * 16)
+            guard w > 0, h > 0 else { continue }
+            ARGBToI420(source.advanced(by: top * stride + 4 * x).assumingMemoryBound(to: UInt8.self), Int32(stride),
+                       y(out, 0) + top * out.stride(0) + x, s(out, 0), y(out, 1) + top / 2 * out.stride(1) + x / 2, s(out, 1),
+                       y(out, 2) + top / 2 * out.stride(2) + x / 2, s(out, 2), Int32(w), Int32(h))
         }
     }
 

@@ -12,7 +12,9 @@
 /// conversion, rotation or scaling). A producer that knows a frame repeats
 /// the one before (a still content model; ``FrameMetadata/picture``) says
 /// so, and the host takes the kept picture as it is (``holds(_:)``):
-/// no conversion, no compare.
+/// no conversion, no compare. One that knows where a frame changed says
+/// that (``FrameMetadata/changed``), and only that region is compared
+/// (``changes(in:)``).
 public final class DamageDetector {
     private var previous: PixelBuffer?
     /// The producer's name for the kept picture and the geometry it came
@@ -38,6 +40,15 @@ public final class DamageDetector {
         return kept == (frame.picture, frame.width, frame.height, frame.format, frame.orientation)
     }
 
+    /// The region the producer says `frame` changed in, when the kept
+    /// picture is the one it says the frame changed from, in the same
+    /// geometry, upright (a region is in the frame's own coordinates);
+    /// nil otherwise: then the whole picture is compared.
+    public func changes(in frame: FrameMetadata) -> PixelRegion? {
+        guard frame.changedSince != 0, frame.orientation == .up, previous != nil, let kept = keptName else { return nil }
+        return kept == (frame.changedSince, frame.width, frame.height, frame.format, frame.orientation) ? frame.changed : nil
+    }
+
     /// The last picture compared, for the encoder (valid until the next compare).
     public var kept: EncoderInput? { previous.map(EncoderInput.init) }
 
@@ -49,9 +60,16 @@ public final class DamageDetector {
     /// only copied, not compared, and every macroblock counts as changed: the
     /// frame is coded whole anyway. `source` is the frame `input` was made
     /// from: its producer's name for the picture is kept for ``holds(_:)``.
-    public func compare(_ input: EncoderInput, source: FrameMetadata? = nil, into changed: UnsafeMutablePointer<UInt8>) throws -> Int {
+    /// `region`: the producer said the picture differs from the kept one
+    /// only there (``changes(in:)``); nothing outside it is compared.
+    public func compare(_ input: EncoderInput, source: FrameMetadata? = nil, region: PixelRegion? = nil, into changed: UnsafeMutablePointer<UInt8>) throws -> Int {
         keptName = nil
-        let count = try update(input, into: changed)
+        let count: Int
+        if let region, let previous, previous.width == input.width, previous.height == input.height, previous.format == input.format {
+            count = update(input, region: region, kept: previous, into: changed)
+        } else {
+            count = try update(input, into: changed)
+        }
         if let s = source, s.picture != 0 { keptName = (s.picture, s.width, s.height, s.format, s.orientation) }
         return count
     }
@@ -75,7 +93,7 @@ public final class DamageDetector {
             let (marked, whole) = comparePlane(
                 input.plane(plane), input.stride(plane), previous.plane(plane).assumingMemoryBound(to: UInt8.self), previous.stride(plane),
                 rowBytes: input.format.rowBytes(plane: plane, width: input.width), height: input.format.rows(plane: plane, height: input.height),
-                blockBytes: chroma && input.format == .i420 ? 8 : 16, blockRows: chroma ? 8 : 16, changed: changed, columns: columns,
+                blockBytes: chroma && input.format == .i420 ? 8 : 16, blockRows: chroma ? 8 : 16, changed: changed, columns: columns, blocks: columns,
                 giveUpAt: chroma ? nil : (2 * columns * rows + 2) / 3)
             count += marked
             if whole {
@@ -91,9 +109,31 @@ public final class DamageDetector {
         return count
     }
 
+    /// Brings the kept picture up to `input` inside `region` only, marking what differed there.
+    private func update(_ input: EncoderInput, region: PixelRegion, kept: PixelBuffer, into changed: UnsafeMutablePointer<UInt8>) -> Int {
+        var count = 0
+        for i in 0..<region.count {
+            let blocks = region[i].macroblocks(width: input.width, height: input.height)
+            guard blocks.columns > 0, blocks.rows > 0 else { continue }
+            for plane in 0..<input.format.planeCount {
+                let chroma = plane > 0
+                let blockBytes = chroma && input.format == .i420 ? 8 : 16, blockRows = chroma ? 8 : 16
+                let x = blocks.column * blockBytes, y = blocks.row * blockRows
+                let rowBytes = min(input.format.rowBytes(plane: plane, width: input.width) - x, blocks.columns * blockBytes)
+                let height = min(input.format.rows(plane: plane, height: input.height) - y, blocks.rows * blockRows)
+                let keptPlane = kept.plane(plane).assumingMemoryBound(to: UInt8.self)
+                count += comparePlane(
+                    input.plane(plane) + y * input.stride(plane) + x, input.stride(plane), keptPlane + y * kept.stride(plane) + x, kept.stride(plane),
+                    rowBytes: rowBytes, height: height, blockBytes: blockBytes, blockRows: blockRows,
+                    changed: changed + blocks.row * columns + blocks.column, columns: columns, blocks: blocks.columns, giveUpAt: nil).marked
+            }
+        }
+        return count
+    }
+
     private func comparePlane(
         _ current: UnsafePointer<UInt8>, _ currentStride: Int, _ kept: UnsafeMutablePointer<UInt8>, _ keptStride: Int,
-        rowBytes: Int, height: Int, blockBytes: Int, blockRows: Int, changed: UnsafeMutablePointer<UInt8>, columns: Int, giveUpAt: Int?
+        rowBytes: Int, height: Int, blockBytes: Int, blockRows: Int, changed: UnsafeMutablePointer<UInt8>, columns: Int, blocks: Int, giveUpAt: Int?
     ) -> (marked: Int, whole: Bool) {
         var count = 0
         for y in 0..<height {
@@ -105,7 +145,7 @@ public final class DamageDetector {
             }
             if memcmp(a, b, rowBytes) == 0 { continue }
             let marks = changed + (y / blockRows) * columns
-            if !UnsafeBufferPointer(start: marks, count: columns).contains(0) {
+            if !UnsafeBufferPointer(start: marks, count: blocks).contains(0) {
                 b.update(from: a, count: rowBytes)  // the whole macroblock row changed already
                 continue
             }

@@ -8,7 +8,10 @@
 /// names the picture the frame carries: frames with the same nonzero
 /// `picture` carry the same bytes at the same size, format and orientation,
 /// so the host need not compare them (0: the producer does not say, as
-/// iOS says nothing to a broadcast extension).
+/// iOS says nothing to a broadcast extension). `changedSince` names an
+/// earlier picture of the same size, format and orientation that this one
+/// equals outside the `changed` region (0: the producer does not say), so
+/// a host holding that picture converts and compares only the region.
 public struct FrameMetadata: Sendable, Equatable {
     /// The largest width or height VP8 can code.
     public static let maxDimension = 16383
@@ -18,6 +21,8 @@ public struct FrameMetadata: Sendable, Equatable {
     public var publishTime: UInt64
     public var checksum: UInt64
     public var picture: UInt64
+    public var changedSince: UInt64
+    public var changed: PixelRegion
     public var width: Int
     public var height: Int
     public var format: PixelFormat
@@ -27,6 +32,7 @@ public struct FrameMetadata: Sendable, Equatable {
 
     public init(
         frameNumber: UInt64, captureTime: UInt64, publishTime: UInt64 = 0, checksum: UInt64 = 0, picture: UInt64 = 0,
+        changedSince: UInt64 = 0, changed: PixelRegion = PixelRegion(),
         width: Int, height: Int, format: PixelFormat, orientation: Orientation,
         payloadSize: Int, planes: PlaneLayout
     ) {
@@ -35,6 +41,8 @@ public struct FrameMetadata: Sendable, Equatable {
         self.publishTime = publishTime
         self.checksum = checksum
         self.picture = picture
+        self.changedSince = changedSince
+        self.changed = changed
         self.width = width
         self.height = height
         self.format = format

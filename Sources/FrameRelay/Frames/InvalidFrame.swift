@@ -8,6 +8,8 @@ public enum InvalidFrame: Error, CustomStringConvertible, Equatable {
     case badStride(plane: Int, stride: Int, rowBytes: Int)
     case planeOutOfBounds(plane: Int, end: Int, payloadSize: Int)
     case checksumMismatch(frameNumber: UInt64)
+    /// A rectangle of the region the producer says changed reaches outside the picture.
+    case badChangedRect(PixelRect, width: Int, height: Int)
     /// Metadata that holds, content that does not: a corrupt JPEG, or one
     /// whose header disagrees with the metadata; a picture the encoder refuses.
     case undecodable(frameNumber: UInt64, reason: String)
@@ -21,6 +23,7 @@ public enum InvalidFrame: Error, CustomStringConvertible, Equatable {
         case .badPlaneCount(let count, let format): "\(count) planes for \(format)"
         case .badStride(let plane, let stride, let rowBytes): "plane \(plane) stride \(stride) < row bytes \(rowBytes)"
         case .planeOutOfBounds(let plane, let end, let size): "plane \(plane) ends at \(end), past payload size \(size)"
+        case .badChangedRect(let r, let w, let h): "changed rectangle \(r.width)x\(r.height) at \(r.x),\(r.y) outside the \(w)x\(h) picture"
         case .checksumMismatch(let number): "frame \(number) fails its checksum (torn or corrupted)"
         case .undecodable(let number, let reason): "frame \(number) cannot be decoded: \(reason)"
         }

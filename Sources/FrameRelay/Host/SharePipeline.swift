@@ -83,9 +83,11 @@ public final class SharePipeline {
         let metadata = frame.metadata
         // The producer says this is the picture already held: nothing to convert or compare.
         let repeated = damage?.holds(metadata) == true
-        let input: EncoderInput
+        // It says where the frame changed since the picture held: convert and compare only there.
+        let region = repeated || converter.scales(metadata) ? nil : damage?.changes(in: metadata)
+        var input: EncoderInput
         do {
-            input = repeated ? damage!.kept! : try converter.convert(frame.view)
+            input = repeated ? damage!.kept! : try converter.convert(frame.view, only: region)
         } catch {
             throw InvalidFrame.undecodable(frameNumber: metadata.frameNumber, reason: "\(error)")
         }
@@ -98,9 +100,14 @@ public final class SharePipeline {
                 stats.repeated += 1
             } else {
                 do {
-                    _ = try schedule.withDamage { try damage.compare(input, source: metadata, into: $0) }
+                    _ = try schedule.withDamage { try damage.compare(input, source: metadata, region: region, into: $0) }
                 } catch {
                     throw InvalidFrame.undecodable(frameNumber: metadata.frameNumber, reason: "\(error)")
+                }
+                if region != nil {
+                    // Converted only in the region: the kept copy is the whole picture.
+                    stats.located += 1
+                    input = damage.kept!
                 }
             }
             // Periodic keyframes only while some receiver cannot ask for one.
@@ -188,6 +195,8 @@ public struct EncodeStats: Sendable, Codable {
     public var partial: UInt64 = 0
     /// Frames the producer said repeat the picture before it (``FrameMetadata/picture``): taken as unchanged, not converted or compared.
     public var repeated: UInt64 = 0
+    /// Frames the producer said where they changed (``FrameMetadata/changed``): converted and compared only there.
+    public var located: UInt64 = 0
     /// Empty frames sent once a second while the screen is still (``SharePipeline/idleRepeatInterval``).
     public var idleRepeats: UInt64 = 0
     /// Macroblocks coded in the partial frames, all together.

@@ -29,6 +29,9 @@ public final class RingProducer {
     /// producers of one machine name different pictures alike.
     private var picture: UInt64
     private var pictureGeometry: (width: Int, height: Int, format: PixelFormat, orientation: Orientation)?
+    /// What the last frame published said it changed since (``FrameMetadata/changedSince``, 0: nothing said) and where.
+    private var lastChangedSince: UInt64 = 0
+    private var lastChanged = PixelRegion()
     /// Rings this producer made anew after finding its own corrupted, unlinked or shrunk.
     public private(set) var recreations = 0
     /// Why the ring was last made anew.
@@ -137,7 +140,11 @@ public final class RingProducer {
     /// `repeatsPrevious`: the caller knows the pixels are byte for byte those
     /// of the frame it published before; the frame then names the same
     /// picture (at the same size, format and orientation), and the host
-    /// skips comparing it.
+    /// skips comparing it. `changed`: the caller knows the pixels differ from
+    /// the frame before only in this region; the frame then says so against
+    /// the last picture the host took (while the host has not taken the
+    /// frame before, its region is carried into this one's), and a host
+    /// holding that picture converts and compares only the region.
     ///
     /// Everything read back from the shared header is checked first: a
     /// ring that was corrupted, shrunk or unlinked by someone else is
@@ -145,7 +152,8 @@ public final class RingProducer {
     @discardableResult
     public func publish(
         _ buffer: PixelBuffer, frameNumber: UInt64, captureTime: UInt64,
-        orientation: Orientation = .up, checksum: Bool = false, repeatsPrevious: Bool = false
+        orientation: Orientation = .up, checksum: Bool = false, repeatsPrevious: Bool = false,
+        changed: PixelRegion? = nil
     ) throws(RingError) -> Bool {
         let bytes = buffer.byteCount
         guard bytes <= slotCapacity else { throw .frameTooLarge(bytes: bytes, capacity: slotCapacity) }
@@ -153,8 +161,25 @@ public final class RingProducer {
         guard !isFinished else { return false }
         if let damage = damage() { try recreate(damage) }
         let geometry = (width: buffer.width, height: buffer.height, format: buffer.format, orientation: orientation)
-        if !repeatsPrevious || pictureGeometry.map({ $0 != geometry }) ?? true { picture &+= 1 }
+        let sameGeometry = pictureGeometry.map { $0 == geometry } ?? false
+        let previous = picture
+        if !repeatsPrevious || !sameGeometry { picture &+= 1 }
         pictureGeometry = geometry
+        var changedSince: UInt64 = 0
+        var region = repeatsPrevious ? PixelRegion() : changed ?? PixelRegion()
+        if sameGeometry, repeatsPrevious || changed != nil {
+            if SlotState(raw: header.slotState.pointee.load(ordering: .acquiring)).isFresh {
+                // The frame before is still untaken and this one replaces it: the host holds what that
+                // one changed since. (Taken meanwhile: the host finds it does not hold that, and compares all.)
+                changedSince = lastChangedSince
+                region = lastChanged.union(region)
+            } else {
+                changedSince = previous
+            }
+        }
+        if changedSince == 0 { region = PixelRegion() }
+        lastChangedSince = changedSince
+        lastChanged = region
         for attempt in 0..<2 {
             let slot = segment.base + RingLayout.slotOffset(producerSlot, capacity: slotCapacity)
             let payload = slot + SlotHeader.byteCount
@@ -164,7 +189,7 @@ public final class RingProducer {
             let sum = checksum ? FrameChecksum.of(UnsafeRawBufferPointer(start: payload, count: bytes)) : 0
             let metadata = FrameMetadata(
                 frameNumber: frameNumber, captureTime: captureTime, publishTime: MonotonicClock.now(), checksum: sum, picture: picture,
-                width: buffer.width, height: buffer.height, format: buffer.format, orientation: orientation,
+                changedSince: changedSince, changed: region, width: buffer.width, height: buffer.height, format: buffer.format, orientation: orientation,
                 payloadSize: bytes, planes: buffer.layout)
             SlotHeader.store(metadata, to: slot)
             if segment.faults == 0, let replaced = publishSlot() { return replaced }

@@ -8,10 +8,12 @@
 ///  16  publishTime   u64     56  offset[0..3] u32 ×3
 ///  24  checksum      u64     68  stride[0..3] u32 ×3
 ///  32  width         u32     80  picture       u64  (0: not said)
-///  36  height        u32     88  reserved (40 bytes, zero)
-///  40  format        u32  (PixelFormat raw value)
-///  44  orientation   u32  (Orientation raw value)
+///  36  height        u32     88  changedSince  u64  (0: not said)
+///  40  format        u32     96  changed       4 × (x, y, width, height) u16
+///  44  orientation   u32         (a rectangle with no width or height: none)
 /// ```
+/// `format` and `orientation` are the raw values of ``PixelFormat`` and
+/// ``Orientation``. Each `changed` rectangle lies inside the picture.
 public enum SlotHeader {
     public static let byteCount = 128
     /// Byte offsets of the fields.
@@ -29,6 +31,8 @@ public enum SlotHeader {
         public static let offsets = 56
         public static let strides = 68
         public static let picture = 80
+        public static let changedSince = 88
+        public static let changed = 96
     }
 
     /// Writes `metadata` at `base` in the layout above.
@@ -39,6 +43,17 @@ public enum SlotHeader {
         base.storeBytes(of: m.publishTime.littleEndian, toByteOffset: Field.publishTime, as: UInt64.self)
         base.storeBytes(of: m.checksum.littleEndian, toByteOffset: Field.checksum, as: UInt64.self)
         base.storeBytes(of: m.picture.littleEndian, toByteOffset: Field.picture, as: UInt64.self)
+        base.storeBytes(of: m.changedSince.littleEndian, toByteOffset: Field.changedSince, as: UInt64.self)
+        for i in 0..<PixelRegion.maxRects {
+            let r = i < m.changed.count ? m.changed[i] : PixelRect(x: 0, y: 0, width: 0, height: 0)
+            func u16(_ k: Int, _ value: Int) {
+                base.storeBytes(of: UInt16(truncatingIfNeeded: value).littleEndian, toByteOffset: Field.changed + 8 * i + 2 * k, as: UInt16.self)
+            }
+            u16(0, r.x)
+            u16(1, r.y)
+            u16(2, r.width)
+            u16(3, r.height)
+        }
         func u32(_ offset: Int, _ value: Int) {
             base.storeBytes(of: UInt32(truncatingIfNeeded: value).littleEndian, toByteOffset: offset, as: UInt32.self)
         }
@@ -84,6 +99,16 @@ public enum SlotHeader {
             width: width, height: height, format: format, orientation: orientation, payloadSize: payloadSize,
             planes: PlaneLayout()
         )
+        metadata.changedSince = u64(Field.changedSince)
+        if metadata.changedSince != 0 {
+            func u16(_ offset: Int) -> Int { Int(UInt16(littleEndian: base.loadUnaligned(fromByteOffset: offset, as: UInt16.self))) }
+            for i in 0..<PixelRegion.maxRects {
+                let at = Field.changed + 8 * i
+                let rect = PixelRect(x: u16(at), y: u16(at + 2), width: u16(at + 4), height: u16(at + 6))
+                guard rect.x + rect.width <= width, rect.y + rect.height <= height else { throw .badChangedRect(rect, width: width, height: height) }
+                metadata.changed.add(rect)
+            }
+        }
         for plane in 0..<planeCount {
             let offset = u32(Field.offsets + 4 * plane)
             let stride = u32(Field.strides + 4 * plane)

@@ -25,6 +25,7 @@ enum PrometheusText {
         counter("keyframes_encoded_total", "VP8 keyframes encoded (on request, size change, or periodic).") { $0.encoded?.keyframes ?? 0 }
         counter("frames_skipped_total", "Frames not encoded because nothing on the screen changed and still regions had converged (zero-hertz).") { $0.encoded?.skipped ?? 0 }
         counter("frames_repeated_total", "Frames the producer said repeat the picture before (a still screen it knows is still): neither converted nor compared.") { $0.encoded?.repeated ?? 0 }
+        counter("frames_located_total", "Frames the producer said where they changed: converted and compared only there.") { $0.encoded?.located ?? 0 }
         counter("frames_partial_total", "Frames encoded only where the screen changed or still refines (an active map).") { $0.encoded?.partial ?? 0 }
         counter("encoded_bytes_total", "VP8 bytes produced.") { $0.encoded?.bytes ?? 0 }
         counter("rtp_packets_total", "RTP packets sent.") { $0.transport?.packets ?? 0 }

@@ -13,7 +13,7 @@ let package = Package(
         .systemLibrary(name: "CVpx", pkgConfig: "vpx", providers: [.apt(["libvpx-dev"])]),
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
         .systemLibrary(name: "CYuv", providers: [.apt(["libyuv-dev"])]),
-        .systemLibrary(name: "CXcb", pkgConfig: "xcb-damage", providers: [.apt(["libxcb-shm0-dev", "libxcb-damage0-dev"])]),
+        .systemLibrary(name: "CXcb", pkgConfig: "xcb-damage", providers: [.apt(["libxcb-shm0-dev", "libxcb-damage0-dev", "libxcb-xfixes0-dev"])]),
         .systemLibrary(name: "CLinux"),
         .systemLibrary(name: "CMemory"),
         .target(name: "CSegmentGuard"),
@@ -24,6 +24,6 @@ let package = Package(
         .executableTarget(name: "broadcast-sim", dependencies: ["FrameRelay"]),
         .executableTarget(name: "frame-relay", dependencies: ["FrameRelay"]),
         .executableTarget(name: "Benchmarks", dependencies: ["FrameRelay", "CVpx", "CYuv"], path: "Benchmarks", exclude: ["side-by-side.sh", "thread-count.sh"]),
-        .testTarget(name: "FrameRelayTests", dependencies: ["FrameRelay", "CVpx", "CTurboJPEG", "CYuv", "CMemory"]),
+        .testTarget(name: "FrameRelayTests", dependencies: ["FrameRelay", "CVpx", "CTurboJPEG", "CYuv", "CMemory", "CXcb"]),
     ]
 )

@@ -1,6 +1,7 @@
 @preconcurrency import Glibc
 import Foundation
 import FrameRelay
+import CXcb
 import Testing
 
 @Suite(.serialized) struct SourceTests {
@@ -81,6 +82,28 @@ import Testing
         }
         _ = try capture.nextFrame(number: number + 1)
         #expect(capture.repeatsPrevious)
+        // XFIXES: a client's 40×20 window at (101, 51) is drawn there only: the next new frame says so and is captured there only.
+        let window = try XWindow(display: display, x: 101, y: 51, width: 40, height: 20, color: 0x00_FF_00)
+        func nextNew() throws -> PixelBuffer {
+            for _ in 0..<100 {
+                number += 1
+                let frame = try #require(try capture.nextFrame(number: number))
+                if !capture.repeatsPrevious { return frame }
+                usleep(10_000)
+            }
+            throw SourceError.display("no new frame")
+        }
+        func pixel(_ frame: PixelBuffer, _ x: Int, _ y: Int) -> UInt32 {
+            frame.withUnsafeMutablePlane(0) { bytes, stride in bytes.load(fromByteOffset: y * stride + x * 4, as: UInt32.self) & 0xFF_FF_FF }
+        }
+        var shown = try nextNew()
+        let drawn = try #require(capture.changedRegion, "a window drawn and no region said where")
+        #expect(drawn == PixelRegion([PixelRect(x: 100, y: 50, width: 42, height: 22)]), "\(drawn), to even edges")
+        #expect(pixel(shown, 110, 60) == 0x00_FF_00 && pixel(shown, 160, 120) == 0x00_40_C0)
+        window.close()
+        shown = try nextNew()
+        #expect(capture.changedRegion == drawn, "the window's place again when it closes")
+        #expect(pixel(shown, 110, 60) == 0x00_40_C0)
         // And the same through broadcast-sim into a host in another process.
         let group = uniqueGroup("x11")
         let dir = Paths.temporaryDirectory()
@@ -105,4 +128,34 @@ import Testing
         #expect(demo.wait(timeout: 20) == 0)
         #expect(!segmentExists(demoGroup))
     }
+}
+
+/// A client's window on an X display, filled with one colour, mapped until closed.
+private final class XWindow {
+    private let connection: OpaquePointer
+    private let window: xcb_window_t
+    private var open = true
+
+    init(display: String, x: Int16, y: Int16, width: UInt16, height: UInt16, color: UInt32) throws {
+        guard let connection = xcb_connect(display, nil), xcb_connection_has_error(connection) == 0 else { throw SourceError.display("cannot connect to \(display)") }
+        let screen = xcb_setup_roots_iterator(xcb_get_setup(connection)).data!
+        self.connection = connection
+        window = xcb_generate_id(connection)
+        var values: [UInt32] = [color, 1]  // the background, override-redirect (no window manager places it)
+        xcb_create_window(connection, UInt8(XCB_COPY_FROM_PARENT), window, screen.pointee.root, x, y, width, height, 0,
+                          UInt16(XCB_WINDOW_CLASS_INPUT_OUTPUT.rawValue), screen.pointee.root_visual,
+                          XCB_CW_BACK_PIXEL.rawValue | XCB_CW_OVERRIDE_REDIRECT.rawValue, &values)
+        xcb_map_window(connection, window)
+        xcb_flush(connection)
+    }
+
+    func close() {
+        guard open else { return }
+        open = false
+        xcb_destroy_window(connection, window)
+        xcb_flush(connection)
+        xcb_disconnect(connection)
+    }
+
+    deinit { close() }
 }

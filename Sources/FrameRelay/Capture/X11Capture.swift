@@ -8,7 +8,11 @@ internal import CXcb
 /// With the DAMAGE extension the server says when anything was drawn: a
 /// frame with nothing drawn since the last capture is the picture in hand,
 /// not captured again, and ``repeatsPrevious`` says so, for the host to
-/// skip it without a compare. Without DAMAGE every frame is captured.
+/// skip it without a compare. With XFIXES too it says where: only those
+/// rectangles (up to ``PixelRegion/maxRects``, to even edges) are captured
+/// again while they cover under half the screen, and ``changedRegion``
+/// says which, for the host to convert and compare only there. Without
+/// DAMAGE every frame is captured whole.
 public final class X11Capture: FrameSource {
     public let width: Int
     public let height: Int
@@ -24,7 +28,10 @@ public final class X11Capture: FrameSource {
     private var captured = false
     /// The request number (low 16 bits, as events carry it) of the last emptying of the damage.
     private var emptied: UInt16 = 0
+    /// An XFIXES region the damage is emptied into, to learn where it was; 0 without XFIXES.
+    private var parts: xcb_xfixes_region_t = 0
     public private(set) var repeatsPrevious = false
+    public private(set) var changedRegion: PixelRegion?
 
     /// Connects to `display` (nil: `$DISPLAY`) and prepares a capture of its
     /// first screen; throws a ``SourceError`` saying what is missing.
@@ -83,11 +90,19 @@ public final class X11Capture: FrameSource {
             damage = xcb_generate_id(connection)
             xcb_damage_create(connection, damage, root, UInt8(XCB_DAMAGE_REPORT_LEVEL_NON_EMPTY.rawValue))
             damageNotify = damageExtension.pointee.first_event &+ UInt8(XCB_DAMAGE_NOTIFY)
+            if let fixes = cxcb_xfixes_extension(connection), fixes.pointee.present != 0,
+                let version = xcb_xfixes_query_version_reply(connection, xcb_xfixes_query_version(connection, 2, 0), nil)
+            {
+                free(version)
+                parts = xcb_generate_id(connection)
+                xcb_xfixes_create_region(connection, parts, 0, nil)
+            }
         }
     }
 
     deinit {
         if damage != 0 { xcb_damage_destroy(connection, damage) }
+        if parts != 0 { xcb_xfixes_destroy_region(connection, parts) }
         xcb_shm_detach(connection, segment)
         xcb_flush(connection)
         shmdt(shmAddress)
@@ -105,24 +120,65 @@ public final class X11Capture: FrameSource {
             }
             guard xcb_connection_has_error(connection) == 0 else { throw SourceError.display("the display closed") }
             repeatsPrevious = !drawn
+            changedRegion = drawn ? nil : PixelRegion()
             if !drawn { return buffer }
             // Emptied before the capture: whatever is drawn during it is reported for the next frame.
-            emptied = UInt16(truncatingIfNeeded: xcb_damage_subtract(connection, damage, 0, 0).sequence)
+            emptied = UInt16(truncatingIfNeeded: xcb_damage_subtract(connection, damage, 0, parts).sequence)
+            if parts != 0, captured {
+                let region = try drawnRegion()
+                var area = 0
+                for i in 0..<region.count { area += region[i].width * region[i].height }
+                if area * 2 < width * height {
+                    // Drawn only there (nothing at all: what was drawn, the last capture already holds).
+                    for i in 0..<region.count { try capture(region[i]) }
+                    repeatsPrevious = region.isEmpty
+                    changedRegion = region
+                    return buffer
+                }
+            }
         }
-        let cookie = xcb_shm_get_image(connection, root, 0, 0, UInt16(width), UInt16(height), ~0, UInt8(XCB_IMAGE_FORMAT_Z_PIXMAP.rawValue), segment, 0)
+        try capture(PixelRect(x: 0, y: 0, width: width, height: height))
+        captured = true
+        return buffer
+    }
+
+    /// Where the damage emptied into ``parts`` lay, to even edges, on the screen.
+    private func drawnRegion() throws -> PixelRegion {
+        var error: UnsafeMutablePointer<xcb_generic_error_t>?
+        guard let reply = xcb_xfixes_fetch_region_reply(connection, xcb_xfixes_fetch_region(connection, parts), &error) else {
+            free(error)
+            throw SourceError.display("FetchRegion failed (display closed?)")
+        }
+        defer { free(reply) }
+        var region = PixelRegion()
+        let rectangles = xcb_xfixes_fetch_region_rectangles(reply)!
+        for i in 0..<Int(xcb_xfixes_fetch_region_rectangles_length(reply)) {
+            let r = rectangles[i]
+            let x0 = max(0, Int(r.x)) & ~1, y0 = max(0, Int(r.y)) & ~1
+            let x1 = min(width, (Int(r.x) + Int(r.width) + 1) & ~1), y1 = min(height, (Int(r.y) + Int(r.height) + 1) & ~1)
+            region.add(PixelRect(x: x0, y: y0, width: x1 - x0, height: y1 - y0))
+        }
+        return region
+    }
+
+    /// Captures `rect` of the screen into the sample buffer, forcing alpha opaque (X leaves it undefined).
+    private func capture(_ rect: PixelRect) throws {
+        guard !rect.isEmpty else { return }
+        let cookie = xcb_shm_get_image(connection, root, Int16(rect.x), Int16(rect.y), UInt16(rect.width), UInt16(rect.height), ~0,
+                                       UInt8(XCB_IMAGE_FORMAT_Z_PIXMAP.rawValue), segment, 0)
         var error: UnsafeMutablePointer<xcb_generic_error_t>?
         guard let reply = xcb_shm_get_image_reply(connection, cookie, &error) else {
             free(error)
             throw SourceError.display("GetImage failed (display closed?)")
         }
         free(reply)
-        // Copy into the sample buffer, forcing alpha opaque (X leaves it undefined).
-        let count = width * height
         let src = shmAddress.assumingMemoryBound(to: UInt32.self)
-        let dst = buffer.storage.assumingMemoryBound(to: UInt32.self)
-        for i in 0..<count { dst[i] = src[i] | 0xFF00_0000 }
-        captured = true
-        return buffer
+        let stride = buffer.stride(0) / 4
+        let dst = buffer.storage.assumingMemoryBound(to: UInt32.self) + rect.y * stride + rect.x
+        for row in 0..<rect.height {
+            let from = src + row * rect.width, to = dst + row * stride
+            for i in 0..<rect.width { to[i] = from[i] | 0xFF00_0000 }
+        }
     }
 }
 

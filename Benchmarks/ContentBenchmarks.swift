@@ -111,7 +111,43 @@ func contentBenchmarks(quick: Bool, clip: String?, wants: (String) -> Bool = { _
             }
         }
     }
+    if wants("content.typing.720p.nothing_coded") { results.append(try nothingCoded(quick: quick, width: width, height: height)) }
     return results
+}
+
+/// What libvpx spends on a frame in which it codes nothing (an empty active
+/// map, every macroblock kept and not loop-filtered), against coding the
+/// whole frame, on typing, interleaved frame by frame: the floor under any
+/// way of coding content that changes in every frame.
+private func nothingCoded(quick: Bool, width: Int, height: Int) throws -> BenchmarkResult {
+    let screen = try ContentScreen(.typing, width: width, height: height)
+    var settings = VP8Settings()
+    settings.threads = 1
+    settings.keyframeInterval = 0
+    let whole = try VP8Encoder(settings: settings), nothing = try VP8Encoder(settings: settings)
+    let blocks = (width + 15) / 16 * ((height + 15) / 16)
+    var active = [UInt8](repeating: 0, count: blocks), kept = [UInt8](repeating: VP8Encoder.Segment.kept, count: blocks)
+    var cpu = (whole: 0.0, nothing: 0.0)
+    for n in 0..<(quick ? 150 : 360) {
+        guard let picture = screen.nextFrame(number: UInt64(n)) else { break }
+        let input = EncoderInput(picture), capture = UInt64(n) * 33_333_333
+        var start = threadCPUTime()
+        try whole.encode(input, captureTime: capture) { _ in }
+        let wholeTime = Double(threadCPUTime() - start)
+        start = threadCPUTime()
+        if n == 0 {
+            try nothing.encode(input, captureTime: capture) { _ in }  // the keyframe, left out of both
+            continue
+        }
+        try active.withUnsafeMutableBufferPointer { a in
+            try kept.withUnsafeMutableBufferPointer { k in try nothing.encode(input, captureTime: capture, activeMap: a.baseAddress, segments: k.baseAddress) { _ in } }
+        }
+        cpu.nothing += Double(threadCPUTime() - start)
+        cpu.whole += wholeTime
+    }
+    return BenchmarkResult(name: "content.typing.720p.nothing_coded_cpu_share", unit: "%", value: cpu.nothing / cpu.whole * 100,
+        extra: "libvpx coding no macroblock of a typing frame against coding it whole: nothing that codes every frame of "
+            + "typing can be more than \(fixed(cpu.whole / cpu.nothing, 2))x cheaper than encoding every frame")
 }
 
 /// The I420 frames of a content: the clip (looped), the synthetic screen, or a content model.

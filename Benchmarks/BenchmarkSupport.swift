@@ -45,8 +45,14 @@ extension String {
     func leftPad(_ length: Int) -> String { count >= length ? self : String(repeating: " ", count: length - count) + self }
 }
 
-/// The directory holding this executable and its sibling programs.
-let binaryDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+/// The directory holding this executable and its sibling programs (from
+/// /proc: started through PATH, the command line names no directory).
+let binaryDirectory: URL = {
+    var path = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    let length = readlink("/proc/self/exe", &path, path.count - 1)
+    let executable = length > 0 ? String(decoding: path[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
+    return URL(fileURLWithPath: executable).deletingLastPathComponent()
+}()
 
 /// Starts a sibling executable.
 func launch(_ name: String, _ arguments: [String]) throws -> Process {

@@ -71,7 +71,10 @@ public final class ContentScreen: FrameSource {
             canvas.clip(to: area)
             if area != nil {
                 let c = canvas.clip
-                changedRegion = PixelRegion([PixelRect(x: c.x0, y: c.y0, width: c.x1 - c.x0, height: c.y1 - c.y0), FrameStamp.area(width: width, height: height)])
+                var region = PixelRegion()
+                region.add(PixelRect(x: c.x0, y: c.y0, width: c.x1 - c.x0, height: c.y1 - c.y0))
+                region.add(FrameStamp.area(width: width, height: height))
+                changedRegion = region
             }
             draw()
             canvas.clip(to: nil)

@@ -46,13 +46,7 @@ import Testing
         #expect(changed != turned && changed != first)
         // Unpublished samples that changed the picture make the next frame a new one, whatever the capturer says of it.
         producer.finish()
-        final class Handler: BroadcastSampleHandler {
-            let group: String
-            init(_ group: String, capacity: Int) { self.group = group; super.init(slotCapacity: capacity) }
-            override func appGroupName() -> String { group }
-        }
-        let sampler = Handler(group.name, capacity: buffer.capacity)
-        try sampler.broadcastStarted()
+        let sampler = try SampleHandler(group, capacity: buffer.capacity)
         defer { sampler.broadcastFinished() }
         #expect(sampler.processSample(buffer, frameNumber: 0, captureTime: 1) == .published(replacedUntaken: false))
         guard case .frame(let f0) = try nextFrameEvent(host) else { Issue.record("no frame from the sampler"); return }
@@ -109,13 +103,7 @@ import Testing
         producer.finish()
 
         // A capturer's regions of samples left unpublished (paused, throttled) go with the next one published.
-        final class Handler: BroadcastSampleHandler {
-            let group: String
-            init(_ group: String, capacity: Int) { self.group = group; super.init(slotCapacity: capacity) }
-            override func appGroupName() -> String { group }
-        }
-        let sampler = Handler(group.name, capacity: buffer.capacity)
-        try sampler.broadcastStarted()
+        let sampler = try SampleHandler(group, capacity: buffer.capacity)
         defer { sampler.broadcastFinished() }
         #expect(sampler.processSample(buffer, frameNumber: 0, captureTime: 1, changed: PixelRegion([r1])) == .published(replacedUntaken: false))
         let s0 = try #require(try take())
@@ -269,4 +257,15 @@ import Testing
         }
         #expect(segmentExists(group), "someone else's segment must not be removed")
     }
+}
+
+/// A broadcast extension's sample handler on a test's App Group, started.
+private final class SampleHandler: BroadcastSampleHandler {
+    let group: String
+    init(_ group: AppGroup, capacity: Int) throws {
+        self.group = group.name
+        super.init(slotCapacity: capacity)
+        try broadcastStarted()
+    }
+    override func appGroupName() -> String { group }
 }

@@ -76,6 +76,9 @@ import Testing
             redrawn = try #require(try capture.nextFrame(number: number))
         }
         #expect(!capture.repeatsPrevious, "the root was painted and no frame said so")
+        // Captured whole (it covers the screen), and still said where: everywhere the root shows.
+        #expect(capture.changedRegion.map { r in (0..<r.count).contains { r[$0].x <= 160 && r[$0].y <= 120 && r[$0].x + r[$0].width > 160 && r[$0].y + r[$0].height > 120 } } == true,
+                "\(String(describing: capture.changedRegion))")
         redrawn.withUnsafeMutablePlane(0) { bytes, stride in
             let p = 120 * stride + 160 * 4
             #expect(bytes[p] == 0xC0 && bytes[p + 1] == 0x40 && bytes[p + 2] == 0x00, "B G R = \(bytes[p]) \(bytes[p + 1]) \(bytes[p + 2])")

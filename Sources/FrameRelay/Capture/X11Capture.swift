@@ -8,11 +8,11 @@ internal import CXcb
 /// With the DAMAGE extension the server says when anything was drawn: a
 /// frame with nothing drawn since the last capture is the picture in hand,
 /// not captured again, and ``repeatsPrevious`` says so, for the host to
-/// skip it without a compare. With XFIXES too it says where: only those
-/// rectangles (up to ``PixelRegion/maxRects``, to even edges) are captured
-/// again while they cover under half the screen, and ``changedRegion``
-/// says which, for the host to convert and compare only there. Without
-/// DAMAGE every frame is captured whole.
+/// skip it without a compare. With XFIXES too it says where
+/// (``changedRegion``: up to ``PixelRegion/maxRects`` rectangles, to even
+/// edges), for the host to convert and compare only there, and only those
+/// rectangles are captured again while they cover under half the screen.
+/// Without DAMAGE every frame is captured whole.
 public final class X11Capture: FrameSource {
     public let width: Int
     public let height: Int
@@ -126,13 +126,14 @@ public final class X11Capture: FrameSource {
             emptied = UInt16(truncatingIfNeeded: xcb_damage_subtract(connection, damage, 0, parts).sequence)
             if parts != 0, captured {
                 let region = try drawnRegion()
+                // Nothing was drawn elsewhere since the last capture, whether this one takes the screen whole or not.
+                changedRegion = region
                 var area = 0
                 for i in 0..<region.count { area += region[i].width * region[i].height }
                 if area * 2 < width * height {
                     // Drawn only there (nothing at all: what was drawn, the last capture already holds).
                     for i in 0..<region.count { try capture(region[i]) }
                     repeatsPrevious = region.isEmpty
-                    changedRegion = region
                     return buffer
                 }
             }

@@ -42,12 +42,9 @@ struct Canvas {
     var height: Int { buffer.height }
 
     /// Draws only inside the rectangle, widened to even edges (nil: everywhere).
-    mutating func clip(to rect: (x: Int, y: Int, width: Int, height: Int)?) {
-        guard let r = rect else {
-            clip = (0, 0, width, height)
-            return
-        }
-        clip = (max(0, r.x & ~1), max(0, r.y & ~1), min(width, (r.x + r.width + 1) & ~1), min(height, (r.y + r.height + 1) & ~1))
+    mutating func clip(to rect: PixelRect?) {
+        let r = rect?.evenEdges(width: width, height: height) ?? PixelRect(x: 0, y: 0, width: width, height: height)
+        clip = (r.x, r.y, r.x + r.width, r.y + r.height)
     }
 
     /// Whether anything drawn in the rectangle would land.

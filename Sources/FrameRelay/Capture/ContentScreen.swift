@@ -69,10 +69,9 @@ public final class ContentScreen: FrameSource {
             // Only where something moved: the same bytes as drawing everything, for a fraction of the work.
             let area = drawn.flatMap(changedArea)
             canvas.clip(to: area)
-            if area != nil {
-                let c = canvas.clip
+            if let area {
                 var region = PixelRegion()
-                region.add(PixelRect(x: c.x0, y: c.y0, width: c.x1 - c.x0, height: c.y1 - c.y0))
+                region.add(area.evenEdges(width: width, height: height))
                 region.add(FrameStamp.area(width: width, height: height))
                 changedRegion = region
             }
@@ -142,12 +141,11 @@ public final class ContentScreen: FrameSource {
 
     /// Everything that differs between the picture of `old` and of the
     /// current state, as one rectangle; nil when the document scrolled (redraw it all).
-    private func changedArea(from old: State) -> Rect? {
-        var area: Rect?
+    private func changedArea(from old: State) -> PixelRect? {
+        var area: PixelRect?
         func add(_ r: Rect) {
-            guard let a = area else { return area = r }
-            let x0 = min(a.x, r.x), y0 = min(a.y, r.y)
-            area = (x0, y0, max(a.x + a.width, r.x + r.width) - x0, max(a.y + a.height, r.y + r.height) - y0)
+            let rect = PixelRect(x: r.x, y: r.y, width: r.width, height: r.height)
+            area = area.map { $0.union(rect) } ?? rect
         }
         let before = documentView(old), now = documentView(state)
         if before.first != now.first || before.offset != now.offset { return nil }

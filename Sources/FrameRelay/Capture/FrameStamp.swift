@@ -15,8 +15,8 @@ public enum FrameStamp {
     /// Where the stamp lies in a `width × height` picture, to even edges
     /// (its chroma's 2×2 blocks); empty when it has none.
     static func area(width: Int, height: Int) -> PixelRect {
-        guard let cell = cellSize(width: width), height >= cell else { return PixelRect(x: 0, y: 0, width: 0, height: 0) }
-        return PixelRect(x: 0, y: 0, width: min(width, (bits * cell + 1) & ~1), height: min(height, (cell + 1) & ~1))
+        guard let cell = cellSize(width: width), height >= cell else { return .empty }
+        return PixelRect(x: 0, y: 0, width: bits * cell, height: cell).evenEdges(width: width, height: height)
     }
 
     /// Stamps `number` into a raw-format buffer (I420, NV12 or BGRA).

@@ -155,9 +155,7 @@ public final class X11Capture: FrameSource {
         let rectangles = xcb_xfixes_fetch_region_rectangles(reply)!
         for i in 0..<Int(xcb_xfixes_fetch_region_rectangles_length(reply)) {
             let r = rectangles[i]
-            let x0 = max(0, Int(r.x)) & ~1, y0 = max(0, Int(r.y)) & ~1
-            let x1 = min(width, (Int(r.x) + Int(r.width) + 1) & ~1), y1 = min(height, (Int(r.y) + Int(r.height) + 1) & ~1)
-            region.add(PixelRect(x: x0, y: y0, width: x1 - x0, height: y1 - y0))
+            region.add(PixelRect(x: Int(r.x), y: Int(r.y), width: Int(r.width), height: Int(r.height)).evenEdges(width: width, height: height))
         }
         return region
     }

@@ -12,6 +12,9 @@ public struct PixelRect: Sendable, Equatable {
         self.height = height
     }
 
+    /// No pixels.
+    public static let empty = PixelRect(x: 0, y: 0, width: 0, height: 0)
+
     public var isEmpty: Bool { width <= 0 || height <= 0 }
     var area: Int { isEmpty ? 0 : width * height }
 
@@ -21,6 +24,14 @@ public struct PixelRect: Sendable, Equatable {
         if other.isEmpty { return self }
         let x0 = min(x, other.x), y0 = min(y, other.y)
         return PixelRect(x: x0, y: y0, width: max(x + width, other.x + other.width) - x0, height: max(y + height, other.y + other.height) - y0)
+    }
+
+    /// The rectangle widened to even edges (every 2×2 chroma block it
+    /// touches), cut to a `width × height` picture.
+    func evenEdges(width pictureWidth: Int, height pictureHeight: Int) -> PixelRect {
+        let x0 = max(0, x) & ~1, y0 = max(0, y) & ~1
+        let x1 = min(pictureWidth, (x + width + 1) & ~1), y1 = min(pictureHeight, (y + height + 1) & ~1)
+        return PixelRect(x: x0, y: y0, width: max(0, x1 - x0), height: max(0, y1 - y0))
     }
 
     /// The rectangle widened to whole 16×16 macroblocks and cut to a `width × height` picture.
@@ -41,10 +52,8 @@ public struct PixelRegion: Sendable, Equatable {
     /// How many rectangles it holds.
     public private(set) var count = 0
 
-    private static let none = PixelRect(x: 0, y: 0, width: 0, height: 0)
-
     /// An empty region: nothing changed.
-    public init() { storage = (Self.none, Self.none, Self.none, Self.none) }
+    public init() { storage = (.empty, .empty, .empty, .empty) }
 
     /// A region of these rectangles (merged down to ``maxRects``).
     public init(_ rects: [PixelRect]) {

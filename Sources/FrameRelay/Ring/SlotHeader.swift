@@ -45,7 +45,7 @@ public enum SlotHeader {
         base.storeBytes(of: m.picture.littleEndian, toByteOffset: Field.picture, as: UInt64.self)
         base.storeBytes(of: m.changedSince.littleEndian, toByteOffset: Field.changedSince, as: UInt64.self)
         for i in 0..<PixelRegion.maxRects {
-            let r = i < m.changed.count ? m.changed[i] : PixelRect(x: 0, y: 0, width: 0, height: 0)
+            let r = i < m.changed.count ? m.changed[i] : .empty
             func u16(_ k: Int, _ value: Int) {
                 base.storeBytes(of: UInt16(truncatingIfNeeded: value).littleEndian, toByteOffset: Field.changed + 8 * i + 2 * k, as: UInt16.self)
             }

@@ -17,13 +17,22 @@ let package = Package(
         .systemLibrary(name: "CLinux"),
         .systemLibrary(name: "CMemory"),
         .target(name: "CSegmentGuard"),
+        // System calls: descriptors, sockets, addresses, errors, the clock, locks, output files, threads.
+        .target(name: "FrameRelaySystem", dependencies: ["CLinux"]),
+        // RTP and RTCP on the wire (RFC 3550, 4585, 7741): headers, the VP8 payload, reports, the jitter buffer.
+        .target(name: "FrameRelayRTP", dependencies: ["FrameRelaySystem"]),
+        // VP8 decoding (libvpx's decoder only) and the frame number stamped in every picture.
+        .target(name: "FrameRelayDecoding", dependencies: ["CVpx"]),
+        // The HTTP client and the JSON bodies of the APIs it talks to (Janus).
+        .target(name: "FrameRelayHTTP", dependencies: ["FrameRelaySystem"]),
         .target(
             name: "FrameRelay",
-            dependencies: ["CVpx", "CTurboJPEG", "CYuv", "CXcb", "CLinux", "CMemory", "CSegmentGuard"]
+            dependencies: ["FrameRelaySystem", "FrameRelayRTP", "FrameRelayDecoding", "FrameRelayHTTP",
+                           "CVpx", "CTurboJPEG", "CYuv", "CXcb", "CLinux", "CMemory", "CSegmentGuard"]
         ),
-        .executableTarget(name: "broadcast-sim", dependencies: ["FrameRelay"]),
-        .executableTarget(name: "frame-relay", dependencies: ["FrameRelay"]),
-        .executableTarget(name: "Benchmarks", dependencies: ["FrameRelay", "CVpx", "CYuv"], path: "Benchmarks", exclude: ["side-by-side.sh", "thread-count.sh"]),
-        .testTarget(name: "FrameRelayTests", dependencies: ["FrameRelay", "CVpx", "CTurboJPEG", "CYuv", "CMemory", "CXcb"]),
+        .executableTarget(name: "broadcast-sim", dependencies: ["FrameRelay", "FrameRelaySystem"]),
+        .executableTarget(name: "frame-relay", dependencies: ["FrameRelay", "FrameRelaySystem", "FrameRelayHTTP", "FrameRelayDecoding"]),
+        .executableTarget(name: "Benchmarks", dependencies: ["FrameRelay", "FrameRelaySystem", "FrameRelayRTP", "FrameRelayDecoding", "CVpx", "CYuv"], path: "Benchmarks", exclude: ["side-by-side.sh", "thread-count.sh"]),
+        .testTarget(name: "FrameRelayTests", dependencies: ["FrameRelay", "FrameRelaySystem", "FrameRelayRTP", "FrameRelayDecoding", "FrameRelayHTTP", "CVpx", "CTurboJPEG", "CYuv", "CMemory", "CXcb"]),
     ]
 )

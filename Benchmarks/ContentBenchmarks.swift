@@ -1,5 +1,7 @@
 @preconcurrency import Glibc
 import FrameRelay
+import FrameRelaySystem
+import FrameRelayDecoding
 
 /// One way of encoding a content, measured as a viewer sees it: the host's
 /// CPU time per frame, and the PSNR of the picture a viewer holds at each

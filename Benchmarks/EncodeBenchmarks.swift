@@ -3,6 +3,7 @@ import CVpx
 import CYuv
 import Foundation
 import FrameRelay
+import FrameRelaySystem
 
 /// Frames held in memory for the encode benchmarks.
 struct FrameSet {

@@ -1,6 +1,7 @@
 @preconcurrency import Glibc
 import Foundation
 import FrameRelay
+import FrameRelaySystem
 
 /// Producer write cost as a ratio to a plain memcpy of the same size,
 /// measured side by side (alternating) in one run. Sources rotate through

@@ -1,6 +1,8 @@
 @preconcurrency import Glibc
 import Foundation
 import FrameRelay
+import FrameRelaySystem
+import FrameRelayDecoding
 
 /// The same frames, the same settings, the same receiver, through four
 /// pipelines: a plain libvpx loop, ffmpeg (raw video → libvpx → RTP),

@@ -1,6 +1,7 @@
 @preconcurrency import Glibc
 import Foundation
 import FrameRelay
+import FrameRelaySystem
 
 /// frame-relay-bench: named benchmark cases with warm-up and percentiles,
 /// JSON output in the `[{"name", "unit", "value"}]` shape, and a compare

@@ -1,6 +1,7 @@
 @preconcurrency import Glibc
 import FoundationEssentials
 import FrameRelay
+import FrameRelaySystem
 
 /// broadcast-sim's one command: its options, what they say together, and
 /// the broadcast (started, one sample per frame on a schedule that never

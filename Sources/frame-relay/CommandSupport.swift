@@ -1,6 +1,7 @@
 @preconcurrency import Glibc
 import Foundation
 import FrameRelay
+import FrameRelaySystem
 
 /// What the subcommands share: the log line, output checks, listen
 /// addresses, and finding the package's other executables.

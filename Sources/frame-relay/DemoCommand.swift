@@ -1,6 +1,7 @@
 @preconcurrency import Glibc
 import Foundation
 import FrameRelay
+import FrameRelaySystem
 
 /// `frame-relay demo`: starts broadcast-sim (synthetic screen, or the X11
 /// desktop) and the host with live stats, and ends both on Ctrl-C.

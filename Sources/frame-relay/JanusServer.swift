@@ -1,6 +1,8 @@
 @preconcurrency import Glibc
 import Foundation
 import FrameRelay
+import FrameRelaySystem
+import FrameRelayHTTP
 
 /// A Janus server of our own (Debian's `janus`): the streaming plugin and
 /// the HTTP transport only, from a configuration generated in a temporary

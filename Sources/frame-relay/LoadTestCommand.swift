@@ -1,6 +1,7 @@
 @preconcurrency import Glibc
 import Foundation
 import FrameRelay
+import FrameRelaySystem
 
 /// `frame-relay load-test`: N broadcast-sim producers into one host, each
 /// share encoded; reports per share and in total, and in ramp mode finds the

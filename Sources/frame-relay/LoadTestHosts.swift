@@ -1,6 +1,8 @@
 @preconcurrency import Glibc
 import Foundation
 import FrameRelay
+import FrameRelaySystem
+import FrameRelayHTTP
 
 /// Hosts the shares: here (one host) or dealt round robin to `hosts` child
 /// hosts, whose statistics are read from their `/stats.json` while they run

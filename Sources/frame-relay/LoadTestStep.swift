@@ -1,6 +1,7 @@
 @preconcurrency import Glibc
 import Foundation
 import FrameRelay
+import FrameRelaySystem
 
 // One step of a load test: its producers, its hosts, and what it measured.
 

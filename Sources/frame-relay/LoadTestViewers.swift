@@ -1,6 +1,7 @@
 @preconcurrency import Glibc
 import Foundation
 import FrameRelay
+import FrameRelaySystem
 
 /// The WebRTC viewers of a load-test step: `count` aiortc viewers
 /// (scripts/webrtc-viewer) on each share's Janus mountpoint, started once

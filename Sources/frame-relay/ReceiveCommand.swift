@@ -1,5 +1,6 @@
 import Foundation
 import FrameRelay
+import FrameRelaySystem
 
 /// `frame-relay receive`: a VP8 RTP receiver that decodes with libvpx,
 /// recovers with NACK and PLI, and reads the frame numbers stamped into

@@ -1,5 +1,6 @@
 @preconcurrency import Glibc
 import FrameRelay
+import FrameRelayHTTP
 
 /// `frame-relay run` (the default): attach to App Group rings, take every
 /// newest frame, encode, stream, record and serve the viewer.

@@ -2,6 +2,8 @@
 import Foundation
 import FrameRelay
 import Testing
+import FrameRelaySystem
+import FrameRelayDecoding
 
 /// Encoding only what changed: damage, zero-hertz, the active map's
 /// convergence, keyframes only when a receiver needs one, content models.

@@ -2,6 +2,7 @@
 import Foundation
 import FrameRelay
 import Testing
+import FrameRelayHTTP
 
 /// Shares through Janus to real WebRTC viewers. Janus gathers no ICE
 /// candidates on loopback, so each test runs in a network namespace of its

@@ -3,6 +3,7 @@ import Foundation
 @testable import FrameRelay
 import Synchronization
 import Testing
+import FrameRelaySystem
 
 /// Someone who can write the App Group's shared memory (a buggy or hostile
 /// producer, any process of the same user) attacks both sides of the ring:

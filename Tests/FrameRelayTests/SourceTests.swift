@@ -3,6 +3,7 @@ import Foundation
 import FrameRelay
 import CXcb
 import Testing
+import FrameRelayDecoding
 
 @Suite(.serialized) struct SourceTests {
     @Test func syntheticScreenStampsTheFrameNumber() throws {

@@ -2,6 +2,7 @@
 import Foundation
 import FrameRelay
 import Testing
+import FrameRelaySystem
 
 /// RTP/RTCP to real receivers: ffmpeg through our SDP, GStreamer, a test
 /// peer that sends PLI and FIR, and our own receiver under packet loss.

@@ -2,6 +2,7 @@
 import Foundation
 import FrameRelay
 import Testing
+import FrameRelaySystem
 
 /// Per-frame stage timing, glass-to-glass at the receiver, and the load test.
 @Suite(.serialized) struct TimingTests {

@@ -2,6 +2,7 @@
 import Foundation
 import FrameRelay
 import Testing
+import FrameRelaySystem
 
 /// The live viewer against real clients: headless Chromium, ffmpeg over
 /// HTTP, and plain HTTP for metrics, stats and snapshots.

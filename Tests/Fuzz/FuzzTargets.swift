@@ -10,6 +10,7 @@
 //   y4m   Y4M header parser and frame reader
 //   jpeg  JPEG frames through the host's converter (turbojpeg)
 @preconcurrency import Glibc
+import FrameRelayRTP
 
 private enum Target: String {
     case slot, rtp, rtcp, http, y4m, jpeg

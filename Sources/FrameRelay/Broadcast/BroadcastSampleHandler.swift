@@ -1,3 +1,4 @@
+import FrameRelaySystem
 /// A producer in the shape of a ReplayKit broadcast upload extension's
 /// `RPBroadcastSampleHandler`: override ``appGroupName()`` and feed it one
 /// sample per captured frame. No call ever waits for the host.

@@ -1,5 +1,6 @@
 @preconcurrency import Glibc
 internal import CLinux
+import FrameRelaySystem
 
 /// Process-wide signal set-up for the executables.
 public enum Signals {

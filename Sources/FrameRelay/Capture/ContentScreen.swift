@@ -1,3 +1,4 @@
+import FrameRelayDecoding
 /// Screen content that behaves like real use, for sizing and for the
 /// content-aware encoder: most of a real screen is still most of the time.
 ///

@@ -1,4 +1,5 @@
 @preconcurrency import Glibc
+import FrameRelayDecoding
 
 /// A synthetic screen that looks and codes like real screen content: a
 /// desktop, a terminal window that moves and whose text scrolls and updates,

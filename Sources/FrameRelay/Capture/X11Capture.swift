@@ -1,5 +1,6 @@
 @preconcurrency import Glibc
 internal import CXcb
+import FrameRelaySystem
 
 /// Captures an X11 screen (a real desktop, or Xvfb) through MIT-SHM with
 /// libxcb: the X server writes the root window straight into shared memory,

@@ -1,4 +1,5 @@
 @preconcurrency import Glibc
+import FrameRelaySystem
 
 /// Reads a YUV4MPEG2 (4:2:0) file frame by frame, looping at its end when
 /// asked: the format of the shared desktop clip after `xz -dk`. Frames are

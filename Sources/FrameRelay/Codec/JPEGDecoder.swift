@@ -1,4 +1,5 @@
 internal import CTurboJPEG
+import FrameRelayDecoding
 
 /// Decodes JPEG frames with turbojpeg straight to I420 planes (or to BGRA
 /// for JPEGs that are not 4:2:0).

@@ -1,4 +1,5 @@
 internal import CTurboJPEG
+import FrameRelayDecoding
 
 /// Encodes I420 or BGRA pictures to baseline 4:2:0 JPEG with turbojpeg: the
 /// compressed hand-off that other SDKs use between extension and app.

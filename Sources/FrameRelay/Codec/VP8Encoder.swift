@@ -1,5 +1,6 @@
 @preconcurrency import Glibc
 internal import CVpx
+import FrameRelayDecoding
 
 /// Owns one libvpx VP8 encoder context configured for real-time screen
 /// content. Reconfigures itself (with a keyframe) when the picture size changes.

@@ -1,3 +1,4 @@
+import FrameRelayDecoding
 /// How the VP8 encoder is configured: WebRTC's real-time screen-share
 /// settings by default, each overridable.
 public struct VP8Settings: Sendable, Equatable {

@@ -1,5 +1,6 @@
 import Dispatch
 internal import CYuv
+import FrameRelayDecoding
 
 /// Turns a frame taken from the ring into what the encoder reads, copying
 /// only when it must: upright I420 and NV12 go to the encoder straight from

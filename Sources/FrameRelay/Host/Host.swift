@@ -1,6 +1,7 @@
 @preconcurrency import Glibc
 import FoundationEssentials
 import Synchronization
+import FrameRelaySystem
 
 /// The host, wired: one ``ShareReceiver`` thread per App Group, each with
 /// its ``SharePipeline`` and outputs (recording, RTP, Janus mountpoints,

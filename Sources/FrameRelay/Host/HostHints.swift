@@ -1,3 +1,4 @@
+import FrameRelaySystem
 /// What the host says once when something looks wrong, from the shares'
 /// statistics: the rings that exist when a producer never came (an App
 /// Group spelt differently on one side), RTP that does not go out, and the

@@ -1,4 +1,6 @@
 @preconcurrency import Glibc
+import FrameRelaySystem
+import FrameRelayDecoding
 
 /// One share's frame path after the take, in one visible sequence:
 /// convert if needed → encode VP8 → outputs (recording, RTP, viewers), each

@@ -1,5 +1,6 @@
 @preconcurrency import Glibc
 import Synchronization
+import FrameRelaySystem
 
 /// The host's loop for one App Group: follows the producer, takes each
 /// newest frame and sends it down the share's ``SharePipeline``, reads the

@@ -1,4 +1,5 @@
 @preconcurrency import Glibc
+import FrameRelaySystem
 
 /// The host's live status: on a terminal, one line per share redrawn in
 /// place and cut to the terminal's width (the most useful figures first);

@@ -1,3 +1,4 @@
+import FrameRelayHTTP
 /// One share's streaming mountpoint on a Janus server: where the share's
 /// RTP goes, and what a WebRTC viewer asks Janus to watch.
 public struct JanusMountpoint: Sendable, Codable, Equatable {

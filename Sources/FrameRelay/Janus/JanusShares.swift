@@ -1,4 +1,5 @@
 import Synchronization
+import FrameRelaySystem
 
 /// Each share's Janus mountpoint (none without Janus servers), watched
 /// every 2 s off the frame path, and destroyed when the host is done.

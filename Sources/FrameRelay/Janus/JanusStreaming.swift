@@ -1,4 +1,5 @@
 import FoundationEssentials
+import FrameRelayHTTP
 
 /// Janus's streaming plugin through its HTTP API. Each call makes a
 /// session and a handle and destroys them after it, so there is nothing to

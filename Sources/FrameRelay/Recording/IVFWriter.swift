@@ -1,4 +1,5 @@
 @preconcurrency import Glibc
+import FrameRelaySystem
 
 /// Records VP8 frames to an IVF file that ffmpeg and browsers read.
 ///

@@ -1,3 +1,4 @@
+import FrameRelaySystem
 /// Why a recording could not be written.
 public struct RecordingError: Error, CustomStringConvertible, Equatable {
     public var path: String

@@ -1,4 +1,5 @@
 @preconcurrency import Glibc
+import FrameRelaySystem
 
 /// The FrameRelay rings that exist on this machine, read from their headers
 /// in `/dev/shm` with `pread` (no mapping: a ring shrunk or forged by

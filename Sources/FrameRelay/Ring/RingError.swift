@@ -1,3 +1,4 @@
+import FrameRelaySystem
 /// Why a ring could not be created or attached. Each description is one line
 /// that names the segment and what was wrong.
 public enum RingError: Error, CustomStringConvertible {

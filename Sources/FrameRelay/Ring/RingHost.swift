@@ -1,5 +1,6 @@
 @preconcurrency import Glibc
 import Synchronization
+import FrameRelaySystem
 
 /// What ``RingHost/next(timeoutNanoseconds:)`` saw.
 public enum HostEvent {

@@ -1,6 +1,7 @@
 @preconcurrency import Glibc
 import Synchronization
 internal import CMemory
+import FrameRelaySystem
 
 /// The producer's end of a frame ring: creates the App Group's segment and
 /// publishes frames into it without ever waiting for the host.

@@ -1,5 +1,6 @@
 @preconcurrency import Glibc
 internal import CSegmentGuard
+import FrameRelaySystem
 
 /// A mapped POSIX shared-memory segment with exactly one owner, which unmaps
 /// and closes it in `deinit`.

@@ -1,3 +1,4 @@
+import FrameRelaySystem
 /// The `--trace` file: one JSON line per frame with its time at every
 /// stage, appended off the frame path a few times a second.
 public final class TraceFile {

@@ -1,4 +1,5 @@
 @preconcurrency import Glibc
+import FrameRelaySystem
 
 /// Where RTP goes: a resolved address and port; RTCP goes to the next port.
 public struct Destination: Sendable, CustomStringConvertible {

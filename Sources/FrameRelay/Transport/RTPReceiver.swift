@@ -1,4 +1,7 @@
 @preconcurrency import Glibc
+import FrameRelaySystem
+import FrameRelayRTP
+import FrameRelayDecoding
 
 /// A VP8 RTP receiver: follows one stream (``RTPHeader``), puts its frames
 /// together (``JitterBuffer``), asks for lost packets (NACK) and, when a

@@ -1,4 +1,6 @@
 @preconcurrency import Glibc
+import FrameRelaySystem
+import FrameRelayRTP
 
 /// One share's RTP stream: packetizes encoded frames to every destination,
 /// paces bursts, answers NACKs from its ``RetransmissionHistory``, sends

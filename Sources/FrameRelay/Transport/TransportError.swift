@@ -1,3 +1,4 @@
+import FrameRelaySystem
 /// Why an RTP stream (sending or receiving) could not start.
 public enum TransportError: Error, CustomStringConvertible, Equatable {
     case invalidPacketSize(Int)

@@ -1,5 +1,6 @@
 @preconcurrency import Glibc
 import Synchronization
+import FrameRelaySystem
 
 /// A small HTTP/1.1 server: one thread accepts, one thread serves each
 /// connection (`Connection: close`). Enough for a live viewer, metrics and

@@ -1,3 +1,4 @@
+import FrameRelaySystem
 /// Why the viewer's HTTP server could not start.
 public enum HTTPServerError: Error, CustomStringConvertible, Equatable {
     case invalidAddress(String)

@@ -1,6 +1,8 @@
 @preconcurrency import Glibc
 import FoundationEssentials
 import Synchronization
+import FrameRelaySystem
+import FrameRelayDecoding
 
 /// The live viewer over HTTP: a page that plays each share in the browser
 /// (live IVF decoded with WebCodecs), `/stream.ivf` (ffplay reads it),

@@ -1,6 +1,7 @@
 @preconcurrency import Glibc
 import Foundation
 import FrameRelay
+import FrameRelaySystem
 
 /// A minimal RTP/RTCP peer written for the tests, independent of our
 /// receiver: it notes each frame's first packet (and whether it starts a

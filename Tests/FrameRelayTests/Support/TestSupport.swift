@@ -2,6 +2,7 @@
 import Foundation
 import FrameRelay
 import Testing
+import FrameRelaySystem
 
 /// The package's root and its built executables.
 enum Paths {

@@ -6,28 +6,28 @@
 /// starts partition 0 (descriptor S=1, PID=0) to the one with the marker
 /// bit, all with the frame's timestamp. Finding it walks only that frame's
 /// packets, never the whole ring.
-struct JitterBuffer: ~Copyable {
-    static let capacity = 1024
+package struct JitterBuffer: ~Copyable {
+    package static let capacity = 1024
     /// The largest payload kept (an RTP packet past a 1500-byte MTU is not ours).
-    static let payloadBytes = 1600
+    package static let payloadBytes = 1600
     /// The largest frame put together.
-    static let frameCapacity = 4 << 20
+    package static let frameCapacity = 4 << 20
 
-    struct Slot {
-        var present = false
-        var marker = false
-        var sequence: UInt16 = 0
-        var timestamp: UInt32 = 0
-        var length = 0
+    package struct Slot {
+        package var present = false
+        package var marker = false
+        package var sequence: UInt16 = 0
+        package var timestamp: UInt32 = 0
+        package var length = 0
         /// When a NACK last asked for this sequence number (CLOCK_MONOTONIC ns).
-        var nackedAt: UInt64 = 0
+        package var nackedAt: UInt64 = 0
     }
 
     /// A whole frame's place in the ring.
-    struct Frame {
-        var first: UInt16
-        var packets: Int
-        var bytes: Int
+    package struct Frame {
+        package var first: UInt16
+        package var packets: Int
+        package var bytes: Int
     }
 
     private var slots = [Slot](repeating: Slot(), count: capacity)
@@ -35,7 +35,7 @@ struct JitterBuffer: ~Copyable {
     /// Where ``assemble(_:)`` puts a frame's bytes.
     private let frameStore: UnsafeMutableRawPointer
 
-    init() {
+    package init() {
         payloads = .allocate(byteCount: Self.capacity * Self.payloadBytes, alignment: 16)
         frameStore = .allocate(byteCount: Self.frameCapacity, alignment: 16)
     }
@@ -52,12 +52,12 @@ struct JitterBuffer: ~Copyable {
     }
 
     /// Forgets every packet (a new stream).
-    mutating func removeAll() {
+    package mutating func removeAll() {
         for slot in slots.indices { slots[slot].present = false }
     }
 
     /// Keeps one packet's payload; false when it is too long to keep.
-    mutating func insert(_ payload: UnsafeRawBufferPointer, sequence: UInt16, timestamp: UInt32, marker: Bool) -> Bool {
+    package mutating func insert(_ payload: UnsafeRawBufferPointer, sequence: UInt16, timestamp: UInt32, marker: Bool) -> Bool {
         guard payload.count <= Self.payloadBytes else { return false }
         let slot = Self.index(sequence)
         (payloads + slot * Self.payloadBytes).copyMemory(from: payload.baseAddress!, byteCount: payload.count)
@@ -71,7 +71,7 @@ struct JitterBuffer: ~Copyable {
 
     /// The whole frame that the packet `sequence` belongs to, if every one
     /// of its packets is here.
-    func wholeFrame(containing sequence: UInt16) -> Frame? {
+    package func wholeFrame(containing sequence: UInt16) -> Frame? {
         let here = slots[Self.index(sequence)]
         guard here.present, here.sequence == sequence else { return nil }
         let timestamp = here.timestamp
@@ -106,7 +106,7 @@ struct JitterBuffer: ~Copyable {
 
     /// Copies `frame`'s VP8 data (payloads without their descriptors) into
     /// one buffer, valid until the next call, and frees its slots.
-    mutating func assemble(_ frame: Frame) -> UnsafeRawBufferPointer {
+    package mutating func assemble(_ frame: Frame) -> UnsafeRawBufferPointer {
         var size = 0
         for index in 0..<frame.packets {
             let slot = Self.index(frame.first &+ UInt16(index))
@@ -121,7 +121,7 @@ struct JitterBuffer: ~Copyable {
 
     /// Drops the packets of frames older than `timestamp` (they can no
     /// longer be decoded in order); true when there were any.
-    mutating func dropFrames(before timestamp: UInt32) -> Bool {
+    package mutating func dropFrames(before timestamp: UInt32) -> Bool {
         var dropped = false
         for slot in slots.indices where slots[slot].present && Int32(bitPattern: timestamp &- slots[slot].timestamp) > 0 {
             slots[slot].present = false
@@ -131,7 +131,7 @@ struct JitterBuffer: ~Copyable {
     }
 
     /// Whether to ask for `sequence` again now: not within 20 ms of the last time.
-    mutating func shouldRequest(_ sequence: UInt16, now: UInt64) -> Bool {
+    package mutating func shouldRequest(_ sequence: UInt16, now: UInt64) -> Bool {
         let slot = Self.index(sequence)
         guard now &- slots[slot].nackedAt > 20_000_000 else { return false }
         slots[slot].nackedAt = now
@@ -139,13 +139,13 @@ struct JitterBuffer: ~Copyable {
     }
 
     /// Whether a payload starts a frame: its descriptor has S=1 and partition 0.
-    static func startsFrame(_ payload: UnsafeRawBufferPointer) -> Bool {
+    package static func startsFrame(_ payload: UnsafeRawBufferPointer) -> Bool {
         guard let descriptor = payload.first else { return false }
         return descriptor & 0x10 != 0 && descriptor & 0x07 == 0
     }
 
     /// Bytes of the VP8 payload descriptor at the start of `payload` (0 when it is malformed).
-    static func descriptorLength(_ payload: UnsafeRawBufferPointer) -> Int {
+    package static func descriptorLength(_ payload: UnsafeRawBufferPointer) -> Int {
         guard payload.count >= 1 else { return 0 }
         var length = 1
         if payload[0] & 0x80 != 0 {

@@ -15,7 +15,7 @@ public struct SystemError: Error, CustomStringConvertible, Equatable {
     }
 
     /// The call's failure with the calling thread's `errno` now.
-    static func current(_ call: String, _ object: String) -> SystemError { SystemError(call, object, code: .current) }
+    package static func current(_ call: String, _ object: String) -> SystemError { SystemError(call, object, code: .current) }
 
     public var description: String { "\(call)(\(object)): \(code)" }
 }
@@ -23,7 +23,7 @@ public struct SystemError: Error, CustomStringConvertible, Equatable {
 /// Runs a system call that returns -1 and sets `errno` on failure, retrying
 /// `EINTR`, and throws a ``SystemError`` naming the call and its object.
 @inline(__always)
-func valueOrErrno<T: BinaryInteger>(
+package func valueOrErrno<T: BinaryInteger>(
     _ call: String, _ object: @autoclosure () -> String, _ body: () -> T
 ) throws(SystemError) -> T {
     while true {
@@ -38,7 +38,7 @@ func valueOrErrno<T: BinaryInteger>(
 /// Like ``valueOrErrno(_:_:_:)``, but `EAGAIN` (nothing now on a
 /// non-blocking descriptor) is the value `nil`, not an error.
 @inline(__always)
-func valueOrWouldBlock<T: BinaryInteger>(
+package func valueOrWouldBlock<T: BinaryInteger>(
     _ call: String, _ object: @autoclosure () -> String, _ body: () -> T
 ) throws(SystemError) -> T? {
     do {
@@ -49,7 +49,7 @@ func valueOrWouldBlock<T: BinaryInteger>(
 }
 
 /// Whether a process with this pid exists (it may belong to another user).
-func processIsAlive(_ pid: Int32) -> Bool {
+package func processIsAlive(_ pid: Int32) -> Bool {
     guard pid > 0 else { return false }
     if kill(pid, 0) == 0 { return true }
     return errno == EPERM

@@ -7,7 +7,7 @@ public struct Socket: ~Copyable {
     public var rawValue: Int32 { descriptor.rawValue }
 
     /// A new socket (`SOCK_CLOEXEC` always; `SOCK_NONBLOCK` when `nonBlocking`).
-    init(family: Int32, type: __socket_type, nonBlocking: Bool = false) throws(SystemError) {
+    package init(family: Int32, type: __socket_type, nonBlocking: Bool = false) throws(SystemError) {
         let name = type == SOCK_DGRAM ? "udp" : "tcp"
         let flags = Int32(SOCK_CLOEXEC.rawValue) | (nonBlocking ? Int32(SOCK_NONBLOCK.rawValue) : 0)
         let fd = try valueOrErrno("socket", name) { Glibc.socket(family, Int32(type.rawValue) | flags, 0) }
@@ -15,50 +15,50 @@ public struct Socket: ~Copyable {
     }
 
     /// Takes ownership of an accepted connection.
-    init(adopting fd: Int32, name: String) { descriptor = FileDescriptor(adopting: fd, name: name) }
+    package init(adopting fd: Int32, name: String) { descriptor = FileDescriptor(adopting: fd, name: name) }
 
     /// Gives up ownership without closing.
-    consuming func release() -> Int32 { descriptor.release() }
+    package consuming func release() -> Int32 { descriptor.release() }
 
     /// `setsockopt(2)` with an `Int32` or `timeval` value.
-    func setOption<Value: BitwiseCopyable>(_ level: Int32, _ option: Int32, _ value: Value) throws(SystemError) {
+    package func setOption<Value: BitwiseCopyable>(_ level: Int32, _ option: Int32, _ value: Value) throws(SystemError) {
         _ = try valueOrErrno("setsockopt", descriptor.name) {
             withUnsafePointer(to: value) { setsockopt(rawValue, level, option, $0, socklen_t(MemoryLayout<Value>.size)) }
         }
     }
 
     /// Timeouts for blocking sends and receives (`SO_SNDTIMEO`, `SO_RCVTIMEO`), in seconds.
-    func setTimeouts(send: Double? = nil, receive: Double? = nil) throws(SystemError) {
+    package func setTimeouts(send: Double? = nil, receive: Double? = nil) throws(SystemError) {
         func time(_ seconds: Double) -> timeval { timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - seconds.rounded(.down)) * 1e6)) }
         if let send { try setOption(SOL_SOCKET, SO_SNDTIMEO, time(send)) }
         if let receive { try setOption(SOL_SOCKET, SO_RCVTIMEO, time(receive)) }
     }
 
     /// Asks for a receive buffer of `bytes`: past `rmem_max` where allowed (CAP_NET_ADMIN), else up to it.
-    func setReceiveBuffer(_ bytes: Int32) {
+    package func setReceiveBuffer(_ bytes: Int32) {
         if (try? setOption(SOL_SOCKET, SO_RCVBUFFORCE, bytes)) == nil { try? setOption(SOL_SOCKET, SO_RCVBUF, bytes) }
     }
 
-    func bind(to address: SocketAddress) throws(SystemError) {
+    package func bind(to address: SocketAddress) throws(SystemError) {
         _ = try valueOrErrno("bind", "\(descriptor.name) port \(address.port)") { address.withSockaddr { Glibc.bind(rawValue, $0, $1) } }
     }
 
-    func listen(backlog: Int32) throws(SystemError) {
+    package func listen(backlog: Int32) throws(SystemError) {
         _ = try valueOrErrno("listen", descriptor.name) { Glibc.listen(rawValue, backlog) }
     }
 
-    func connect(to address: SocketAddress) throws(SystemError) {
+    package func connect(to address: SocketAddress) throws(SystemError) {
         _ = try valueOrErrno("connect", descriptor.name) { address.withSockaddr { Glibc.connect(rawValue, $0, $1) } }
     }
 
     /// A connection waiting on this listening socket (blocking).
-    func accept() throws(SystemError) -> Socket {
+    package func accept() throws(SystemError) -> Socket {
         let fd = try valueOrErrno("accept", descriptor.name) { Glibc.accept(rawValue, nil, nil) }
         return Socket(adopting: fd, name: "tcp connection")
     }
 
     /// The address this socket is bound to.
-    func localAddress() throws(SystemError) -> SocketAddress {
+    package func localAddress() throws(SystemError) -> SocketAddress {
         var address = SocketAddress()
         _ = try valueOrErrno("getsockname", descriptor.name) { address.fill { getsockname(rawValue, $0, $1) } }
         return address
@@ -66,14 +66,14 @@ public struct Socket: ~Copyable {
 
     /// Sends one datagram to `address` without blocking; nil when the socket buffer is full.
     @discardableResult
-    func send(_ bytes: UnsafeRawBufferPointer, to address: SocketAddress) throws(SystemError) -> Int? {
+    package func send(_ bytes: UnsafeRawBufferPointer, to address: SocketAddress) throws(SystemError) -> Int? {
         try valueOrWouldBlock("sendto", descriptor.name) {
             address.withSockaddr { sendto(rawValue, bytes.baseAddress, bytes.count, Int32(MSG_DONTWAIT), $0, $1) }
         }
     }
 
     /// Receives one datagram without blocking, and where it came from; nil when none is waiting.
-    func receive(into buffer: UnsafeMutableRawBufferPointer, from source: inout SocketAddress) throws(SystemError) -> Int? {
+    package func receive(into buffer: UnsafeMutableRawBufferPointer, from source: inout SocketAddress) throws(SystemError) -> Int? {
         try valueOrWouldBlock("recvfrom", descriptor.name) {
             source.fill { recvfrom(rawValue, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT), $0, $1) }
         }
@@ -82,20 +82,20 @@ public struct Socket: ~Copyable {
     /// Receives what is there on a stream socket (blocking unless `wait` is
     /// false); 0 at the end of the stream, nil when nothing is waiting or a
     /// receive timeout ran out.
-    func receive(into buffer: UnsafeMutableRawBufferPointer, wait: Bool = true) throws(SystemError) -> Int? {
+    package func receive(into buffer: UnsafeMutableRawBufferPointer, wait: Bool = true) throws(SystemError) -> Int? {
         try valueOrWouldBlock("recv", descriptor.name) { recv(rawValue, buffer.baseAddress, buffer.count, wait ? 0 : Int32(MSG_DONTWAIT)) }
     }
 
     /// Sends all of `bytes` on a stream socket (no SIGPIPE: a peer that is
     /// gone is an `EPIPE` error; a send timeout that runs out is `EAGAIN`).
-    func sendAll(_ bytes: UnsafeRawBufferPointer) throws(SystemError) {
+    package func sendAll(_ bytes: UnsafeRawBufferPointer) throws(SystemError) {
         var done = 0
         while done < bytes.count {
             done += try valueOrErrno("send", descriptor.name) { Glibc.send(rawValue, bytes.baseAddress! + done, bytes.count - done, Int32(MSG_NOSIGNAL)) }
         }
     }
 
-    func shutdown(_ how: Int32) { _ = Glibc.shutdown(rawValue, how) }
+    package func shutdown(_ how: Int32) { _ = Glibc.shutdown(rawValue, how) }
 
-    func waitReadable(milliseconds: Int32) -> Bool { descriptor.waitReadable(milliseconds: milliseconds) }
+    package func waitReadable(milliseconds: Int32) -> Bool { descriptor.waitReadable(milliseconds: milliseconds) }
 }

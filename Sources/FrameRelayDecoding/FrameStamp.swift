@@ -1,8 +1,10 @@
-/// Writes a frame number into a picture as a row of black and white cells
-/// in its top-left corner, and reads it back after lossy coding.
+/// A frame number written into a picture as a row of black and white cells
+/// in its top-left corner, and read back after lossy coding.
 ///
 /// 24 cells, most significant bit first; a cell is `width / 24` pixels
 /// square (2 to 16), so 16×16 at 1280 wide, aligned to VP8's macroblocks.
+/// The producer side draws it (`FrameStamp.stamp`, in FrameRelay); any
+/// receiver that decodes reads it here.
 public enum FrameStamp {
     public static let bits = 24
 
@@ -10,26 +12,6 @@ public enum FrameStamp {
     public static func cellSize(width: Int) -> Int? {
         let cell = min(16, width / bits)
         return cell >= 2 ? cell : nil
-    }
-
-    /// Where the stamp lies in a `width × height` picture, to even edges
-    /// (its chroma's 2×2 blocks); empty when it has none.
-    static func area(width: Int, height: Int) -> PixelRect {
-        guard let cell = cellSize(width: width), height >= cell else { return .empty }
-        return PixelRect(x: 0, y: 0, width: bits * cell, height: cell).evenEdges(width: width, height: height)
-    }
-
-    /// Stamps `number` into a raw-format buffer (I420, NV12 or BGRA).
-    public static func stamp(_ number: UInt64, into buffer: PixelBuffer) {
-        draw(number, on: Canvas(buffer: buffer))
-    }
-
-    static func draw(_ number: UInt64, on canvas: Canvas) {
-        guard let cell = cellSize(width: canvas.width), canvas.height >= cell else { return }
-        for bit in 0..<bits {
-            let on = (number >> UInt64(bits - 1 - bit)) & 1 == 1
-            canvas.fill(x: bit * cell, y: 0, width: cell, height: cell, on ? .white : .black)
-        }
     }
 
     /// Reads the number from a luma plane (`stride` bytes a row) of a

@@ -8,19 +8,19 @@
 /// 12  CSRCs (4 bytes each), then a header extension when X is set
 /// ```
 /// All big-endian.
-struct RTPHeader: Equatable {
-    static let size = 12
-    var marker: Bool
-    var payloadType: UInt8
-    var sequence: UInt16
-    var timestamp: UInt32
-    var ssrc: UInt32
+package struct RTPHeader: Equatable {
+    package static let size = 12
+    package var marker: Bool
+    package var payloadType: UInt8
+    package var sequence: UInt16
+    package var timestamp: UInt32
+    package var ssrc: UInt32
     /// Where the payload starts (past CSRCs and a header extension); may be
     /// at or past the packet's end in a malformed packet.
-    var payloadOffset: Int
+    package var payloadOffset: Int
 
     /// Parses the header of `packet`; nil unless it is at least 12 bytes of RTP version 2.
-    init?(parsing packet: UnsafeRawBufferPointer) {
+    package init?(parsing packet: UnsafeRawBufferPointer) {
         guard packet.count >= Self.size, packet[0] >> 6 == 2 else { return nil }
         func u32(_ at: Int) -> UInt32 { UInt32(packet[at]) << 24 | UInt32(packet[at + 1]) << 16 | UInt32(packet[at + 2]) << 8 | UInt32(packet[at + 3]) }
         marker = packet[1] & 0x80 != 0
@@ -35,7 +35,7 @@ struct RTPHeader: Equatable {
         payloadOffset = offset
     }
 
-    init(marker: Bool, payloadType: UInt8, sequence: UInt16, timestamp: UInt32, ssrc: UInt32) {
+    package init(marker: Bool, payloadType: UInt8, sequence: UInt16, timestamp: UInt32, ssrc: UInt32) {
         self.marker = marker
         self.payloadType = payloadType
         self.sequence = sequence
@@ -45,7 +45,7 @@ struct RTPHeader: Equatable {
     }
 
     /// Writes the 12-byte header (no CSRCs, no extension) at `out`.
-    func write(to out: UnsafeMutableRawPointer) {
+    package func write(to out: UnsafeMutableRawPointer) {
         out.storeBytes(of: 0x80, as: UInt8.self)
         out.storeBytes(of: (marker ? 0x80 : 0) | payloadType, toByteOffset: 1, as: UInt8.self)
         out.storeBytes(of: sequence.bigEndian, toByteOffset: 2, as: UInt16.self)

@@ -2,19 +2,19 @@
 /// packets lost, the highest sequence number heard, interarrival jitter and
 /// the delay since the sender's last report. Kept per followed stream, with
 /// the arithmetic of RFC 3550 appendices A.1, A.3 and A.8.
-struct ReceptionStatistics {
+package struct ReceptionStatistics {
     /// The report block's fields, as they go on the wire.
-    struct Block: Equatable {
-        var fractionLost: UInt8
+    package struct Block: Equatable {
+        package var fractionLost: UInt8
         /// Packets lost since the stream began (24 bits, signed: duplicates can make it negative).
-        var cumulativeLost: Int32
-        var extendedHighestSequence: UInt32
+        package var cumulativeLost: Int32
+        package var extendedHighestSequence: UInt32
         /// Interarrival jitter in 90 kHz units.
-        var jitter: UInt32
+        package var jitter: UInt32
         /// The middle 32 bits of the last Sender Report's NTP time, and the
         /// time since it came in 1/65536 s; both 0 before the first.
-        var lastSenderReport: UInt32
-        var delaySinceLastSenderReport: UInt32
+        package var lastSenderReport: UInt32
+        package var delaySinceLastSenderReport: UInt32
     }
 
     private var base: UInt32 = 0
@@ -28,14 +28,14 @@ struct ReceptionStatistics {
     private var senderReportArrival: UInt64?
 
     /// A stream starting at `sequence`.
-    init(first sequence: UInt16) {
+    package init(first sequence: UInt16) {
         base = UInt32(sequence)
         highest = UInt32(sequence)
     }
 
     /// Counts one packet (resent and duplicate packets too, as RFC 3550
     /// counts them) arriving at `arrival` (CLOCK_MONOTONIC ns).
-    mutating func record(sequence: UInt16, timestamp: UInt32, arrival: UInt64) {
+    package mutating func record(sequence: UInt16, timestamp: UInt32, arrival: UInt64) {
         received += 1
         let ahead = Int16(bitPattern: sequence &- UInt16(truncatingIfNeeded: highest))
         if ahead > 0 { highest = highest &+ UInt32(ahead) }
@@ -51,14 +51,14 @@ struct ReceptionStatistics {
     }
 
     /// Notes a Sender Report whose NTP time is `ntp`, arriving at `arrival`.
-    mutating func senderReport(ntp: UInt64, arrival: UInt64) {
+    package mutating func senderReport(ntp: UInt64, arrival: UInt64) {
         senderReportNTP = UInt32(truncatingIfNeeded: ntp >> 16)
         senderReportArrival = arrival
     }
 
     /// The block for a report sent at `now`; the fraction lost covers the
     /// interval since the last block (A.3).
-    mutating func block(now: UInt64) -> Block {
+    package mutating func block(now: UInt64) -> Block {
         let expected = UInt64(highest &- base) + 1
         let lost = Int64(expected) - Int64(received)
         let expectedInterval = expected &- expectedPrior

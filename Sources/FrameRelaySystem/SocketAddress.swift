@@ -3,14 +3,14 @@
 /// An IPv4 or IPv6 socket address and its length: the one place that turns
 /// `sockaddr_storage` into the `sockaddr *` the socket calls take.
 public struct SocketAddress: Sendable {
-    var storage = sockaddr_storage()
-    var length: socklen_t
+    package var storage = sockaddr_storage()
+    package var length: socklen_t
 
     /// An empty address, room for any family (filled by `recvfrom`, `getsockname`).
-    init() { length = socklen_t(MemoryLayout<sockaddr_storage>.size) }
+    package init() { length = socklen_t(MemoryLayout<sockaddr_storage>.size) }
 
     /// `address` (IPv4 dotted quad) and `port`; nil when it is not one.
-    init?(ipv4 address: String, port: Int) {
+    package init?(ipv4 address: String, port: Int) {
         var inet = sockaddr_in()
         inet.sin_family = sa_family_t(AF_INET)
         inet.sin_port = UInt16(truncatingIfNeeded: port).bigEndian
@@ -20,14 +20,14 @@ public struct SocketAddress: Sendable {
     }
 
     /// The address `getaddrinfo` returned.
-    init(_ info: addrinfo) {
+    package init(_ info: addrinfo) {
         length = info.ai_addrlen
         withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: UnsafeRawBufferPointer(start: info.ai_addr, count: Int(info.ai_addrlen))) }
     }
 
     /// Every address `host` resolves to for `port` (IPv6 and IPv4, in
     /// `getaddrinfo`'s order); throws `getaddrinfo`'s reason.
-    static func resolve(_ host: String, port: Int, type: __socket_type) throws(ResolutionError) -> [SocketAddress] {
+    package static func resolve(_ host: String, port: Int, type: __socket_type) throws(ResolutionError) -> [SocketAddress] {
         var hints = addrinfo()
         hints.ai_socktype = Int32(type.rawValue)
         var found: UnsafeMutablePointer<addrinfo>?
@@ -43,25 +43,25 @@ public struct SocketAddress: Sendable {
     }
 
     /// Why a host name did not resolve (`gai_strerror`'s text).
-    struct ResolutionError: Error { var reason: String }
+    package struct ResolutionError: Error { package var reason: String }
 
-    var family: Int32 { Int32(storage.ss_family) }
+    package var family: Int32 { Int32(storage.ss_family) }
 
     /// The port (sin_port and sin6_port both sit at offset 2, network byte order).
-    var port: Int {
+    package var port: Int {
         get { withUnsafeBytes(of: storage) { Int(UInt16(bigEndian: $0.load(fromByteOffset: 2, as: UInt16.self))) } }
         set { withUnsafeMutableBytes(of: &storage) { $0.storeBytes(of: UInt16(truncatingIfNeeded: newValue).bigEndian, toByteOffset: 2, as: UInt16.self) } }
     }
 
     /// This address with another port.
-    func withPort(_ port: Int) -> SocketAddress {
+    package func withPort(_ port: Int) -> SocketAddress {
         var copy = self
         copy.port = port
         return copy
     }
 
     /// Calls `body` with the address as the `sockaddr` pointer and length the socket calls take.
-    func withSockaddr<R, E: Error>(_ body: (UnsafePointer<sockaddr>, socklen_t) throws(E) -> R) throws(E) -> R {
+    package func withSockaddr<R, E: Error>(_ body: (UnsafePointer<sockaddr>, socklen_t) throws(E) -> R) throws(E) -> R {
         var storage = storage
         return try withUnsafePointer(to: &storage) { pointer throws(E) in
             try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sockaddr throws(E) in try body(sockaddr, length) }
@@ -69,7 +69,7 @@ public struct SocketAddress: Sendable {
     }
 
     /// Lets a call fill the address (`recvfrom`, `getsockname`, `accept`).
-    mutating func fill<R>(_ body: (UnsafeMutablePointer<sockaddr>, UnsafeMutablePointer<socklen_t>) -> R) -> R {
+    package mutating func fill<R>(_ body: (UnsafeMutablePointer<sockaddr>, UnsafeMutablePointer<socklen_t>) -> R) -> R {
         length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         return withUnsafeMutablePointer(to: &storage) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, &length) }
@@ -77,7 +77,7 @@ public struct SocketAddress: Sendable {
     }
 
     /// Whether two addresses name the same host (ports aside).
-    func sameHost(as other: SocketAddress) -> Bool {
+    package func sameHost(as other: SocketAddress) -> Bool {
         guard family == other.family else { return false }
         return withUnsafeBytes(of: storage) { x in
             withUnsafeBytes(of: other.storage) { y in
@@ -92,7 +92,7 @@ public struct SocketAddress: Sendable {
 
     /// The local address this machine sends from toward `destination` (a
     /// UDP socket connected there, which sends nothing); nil if there is no route.
-    static func local(toward destination: SocketAddress) -> SocketAddress? {
+    package static func local(toward destination: SocketAddress) -> SocketAddress? {
         guard let socket = try? Socket(family: destination.family, type: SOCK_DGRAM), (try? socket.connect(to: destination)) != nil else { return nil }
         return try? socket.localAddress()
     }

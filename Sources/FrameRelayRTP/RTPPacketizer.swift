@@ -9,16 +9,16 @@
 /// 16  VP8 partition bytes
 /// ```
 /// Sizes are even across a frame's packets; the marker bit is on the last.
-struct RTPPacketizer {
-    static let headerSize = RTPHeader.size
-    static let descriptorSize = 4
-    let ssrc: UInt32
-    let payloadType: UInt8
-    let maxPacketSize: Int
+package struct RTPPacketizer {
+    package static let headerSize = RTPHeader.size
+    package static let descriptorSize = 4
+    package let ssrc: UInt32
+    package let payloadType: UInt8
+    package let maxPacketSize: Int
     private(set) var sequence: UInt16
     private(set) var pictureID: UInt16
 
-    init(ssrc: UInt32, payloadType: UInt8 = 96, maxPacketSize: Int) {
+    package init(ssrc: UInt32, payloadType: UInt8 = 96, maxPacketSize: Int) {
         self.ssrc = ssrc
         self.payloadType = payloadType
         self.maxPacketSize = maxPacketSize
@@ -28,7 +28,7 @@ struct RTPPacketizer {
 
     /// Writes each packet of `frame` into `scratch` (at least
     /// `maxPacketSize` bytes) and hands it to `send` with its sequence number.
-    mutating func packetize(
+    package mutating func packetize(
         _ frame: UnsafeRawBufferPointer, timestamp: UInt32, scratch: UnsafeMutableRawPointer,
         _ send: (UnsafeRawBufferPointer, UInt16) throws -> Void
     ) rethrows {

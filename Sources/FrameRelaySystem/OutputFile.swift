@@ -8,8 +8,8 @@ internal import CLinux
 /// instead of blocking.
 public enum OutputFile {
     /// `statfs` filesystem types of /proc and /sys (linux/magic.h).
-    static let procfsMagic = 0x9FA0
-    static let sysfsMagic = 0x6265_6572
+    package static let procfsMagic = 0x9FA0
+    package static let sysfsMagic = 0x6265_6572
 
     /// Throws a one-line ``OutputFileError`` naming `--option` when `path`
     /// cannot be written now: its directory is missing, it is a directory, it

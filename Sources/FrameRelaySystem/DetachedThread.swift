@@ -5,7 +5,7 @@
 /// than through Foundation's `Thread`, so that programs that link it without
 /// Foundation (broadcast-sim, for its memory limit) stay so.
 @discardableResult
-func startDetachedThread(_ body: @escaping @Sendable () -> Void) -> Bool {
+package func startDetachedThread(_ body: @escaping @Sendable () -> Void) -> Bool {
     final class Box: @unchecked Sendable {
         // @unchecked Sendable: handed to exactly one new thread, which alone uses it.
         let body: @Sendable () -> Void

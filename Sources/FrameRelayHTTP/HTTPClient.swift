@@ -1,4 +1,5 @@
 @preconcurrency import Glibc
+import FrameRelaySystem
 
 /// A minimal HTTP/1.1 client for the few APIs the host talks to (Janus, a
 /// child host's viewer): one request per connection, `Connection: close`,
@@ -118,7 +119,7 @@ public enum HTTPClient {
     }
 
     /// The body of a `Transfer-Encoding: chunked` response, or nil if it is malformed.
-    static func dechunk(_ bytes: ArraySlice<UInt8>) -> [UInt8]? {
+    package static func dechunk(_ bytes: ArraySlice<UInt8>) -> [UInt8]? {
         var body: [UInt8] = []
         var index = bytes.startIndex
         while let lineEnd = bytes[index...].firstRange(of: [13, 10]) {

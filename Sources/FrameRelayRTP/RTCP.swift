@@ -1,25 +1,27 @@
 /// RTCP packets we send (Sender Report; a receiver's report, NACK and PLI)
 /// and read (receiver reports and feedback: PLI, FIR, generic NACK), RFC
 /// 3550 / 4585 / 5104, and the one application packet of our own.
-enum RTCP {
-    static let senderReport: UInt8 = 200
-    static let receiverReport: UInt8 = 201
-    static let application: UInt8 = 204
-    static let transportFeedback: UInt8 = 205  // FMT 1: generic NACK
-    static let payloadFeedback: UInt8 = 206  // FMT 1: PLI, FMT 4: FIR
+package enum RTCP {
+    package static let senderReport: UInt8 = 200
+    package static let receiverReport: UInt8 = 201
+    package static let application: UInt8 = 204
+    package static let transportFeedback: UInt8 = 205  // FMT 1: generic NACK
+    package static let payloadFeedback: UInt8 = 206  // FMT 1: PLI, FMT 4: FIR
 
     /// What a compound RTCP packet asked of us.
-    struct Feedback {
-        var pictureLoss = false
-        var fullIntraRequest = false
-        var firSequence: UInt8?
+    package struct Feedback {
+        package var pictureLoss = false
+        package var fullIntraRequest = false
+        package var firSequence: UInt8?
         /// Sequence numbers a receiver asks to have resent.
-        var nacked: [UInt16] = []
-        var receiverReports = 0
+        package var nacked: [UInt16] = []
+        package var receiverReports = 0
         /// Fraction lost (0–255) from the last report block about us.
-        var fractionLost: UInt8?
+        package var fractionLost: UInt8?
         /// The receiver said it asks for what it misses in our stream (``writeAsksForRepair(into:sender:media:)``).
-        var asksForRepair = false
+        package var asksForRepair = false
+
+        package init() {}
     }
 
     /// The name of the APP packet (RFC 3550 §6.7) with which a receiver says
@@ -27,10 +29,10 @@ enum RTCP {
     /// of SDP's `a=rtcp-fb:96 nack pli` in WebRTC, for plain RTP, where no
     /// offer and answer carry it. A stream whose receivers all say so needs no
     /// periodic keyframes.
-    static let asksForRepairName: UInt32 = 0x4652_6662  // "FRfb"
+    package static let asksForRepairName: UInt32 = 0x4652_6662  // "FRfb"
 
     /// Writes a 32-byte Receiver Report with one report block into `out`.
-    static func writeReceiverReport(into out: UnsafeMutableRawPointer, sender: UInt32, media: UInt32, block: ReceptionStatistics.Block) -> Int {
+    package static func writeReceiverReport(into out: UnsafeMutableRawPointer, sender: UInt32, media: UInt32, block: ReceptionStatistics.Block) -> Int {
         writeHeader(into: out, count: 1, type: receiverReport, words: 7, sender: sender, then: media)  // one report block, about `media`
         let lost = UInt32(bitPattern: block.cumulativeLost) & 0xFF_FFFF
         out.storeBytes(of: (UInt32(block.fractionLost) << 24 | lost).bigEndian, toByteOffset: 12, as: UInt32.self)
@@ -44,14 +46,14 @@ enum RTCP {
     /// Writes the 16-byte APP packet named ``asksForRepairName`` into `out`:
     /// its data is the SSRC of the stream the receiver follows, so that it
     /// speaks for one stream only, as a PLI or NACK does.
-    static func writeAsksForRepair(into out: UnsafeMutableRawPointer, sender: UInt32, media: UInt32) -> Int {
+    package static func writeAsksForRepair(into out: UnsafeMutableRawPointer, sender: UInt32, media: UInt32) -> Int {
         writeHeader(into: out, count: 0, type: application, words: 3, sender: sender, then: asksForRepairName)
         out.storeBytes(of: media.bigEndian, toByteOffset: 12, as: UInt32.self)
         return 16
     }
 
     /// Writes a 28-byte Sender Report into `out`.
-    static func writeSenderReport(into out: UnsafeMutableRawPointer, ssrc: UInt32, ntp: UInt64, rtpTimestamp: UInt32, packets: UInt32, octets: UInt32) {
+    package static func writeSenderReport(into out: UnsafeMutableRawPointer, ssrc: UInt32, ntp: UInt64, rtpTimestamp: UInt32, packets: UInt32, octets: UInt32) {
         out.storeBytes(of: 0x80, as: UInt8.self)
         out.storeBytes(of: senderReport, toByteOffset: 1, as: UInt8.self)
         out.storeBytes(of: UInt16(6).bigEndian, toByteOffset: 2, as: UInt16.self)
@@ -63,7 +65,7 @@ enum RTCP {
     }
 
     /// Writes a 16-byte generic NACK (RFC 4585 §6.2.1) for one lost packet into `out`.
-    static func writeNACK(into out: UnsafeMutableRawPointer, sender: UInt32, media: UInt32, sequence: UInt16) -> Int {
+    package static func writeNACK(into out: UnsafeMutableRawPointer, sender: UInt32, media: UInt32, sequence: UInt16) -> Int {
         writeHeader(into: out, count: 1, type: transportFeedback, words: 3, sender: sender, then: media)
         out.storeBytes(of: sequence.bigEndian, toByteOffset: 12, as: UInt16.self)
         out.storeBytes(of: UInt16(0), toByteOffset: 14, as: UInt16.self)  // no following packets lost
@@ -71,7 +73,7 @@ enum RTCP {
     }
 
     /// Writes a 12-byte Picture Loss Indication (RFC 4585 §6.3.1) into `out`.
-    static func writePLI(into out: UnsafeMutableRawPointer, sender: UInt32, media: UInt32) -> Int {
+    package static func writePLI(into out: UnsafeMutableRawPointer, sender: UInt32, media: UInt32) -> Int {
         writeHeader(into: out, count: 1, type: payloadFeedback, words: 2, sender: sender, then: media)
         return 12
     }
@@ -89,7 +91,7 @@ enum RTCP {
 
     /// Parses a compound packet, keeping only what concerns `ssrc`. Never
     /// reads past `bytes`; malformed input ends the parse.
-    static func parse(_ bytes: UnsafeRawBufferPointer, ssrc: UInt32, into feedback: inout Feedback) {
+    package static func parse(_ bytes: UnsafeRawBufferPointer, ssrc: UInt32, into feedback: inout Feedback) {
         var offset = 0
         func u16(_ at: Int) -> UInt16 { UInt16(bytes[at]) << 8 | UInt16(bytes[at + 1]) }
         func u32(_ at: Int) -> UInt32 { UInt32(u16(at)) << 16 | UInt32(u16(at + 2)) }

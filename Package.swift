@@ -15,6 +15,9 @@ let package = Package(
         .systemLibrary(name: "CYuv", providers: [.apt(["libyuv-dev"])]),
         .systemLibrary(name: "CXcb", pkgConfig: "xcb-damage", providers: [.apt(["libxcb-shm0-dev", "libxcb-damage0-dev", "libxcb-xfixes0-dev"])]),
         .systemLibrary(name: "CLinux"),
+        .systemLibrary(name: "CSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CSRTP", pkgConfig: "libsrtp2", providers: [.apt(["libsrtp2-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CMemory"),
         .target(name: "CSegmentGuard"),
         // System calls: descriptors, sockets, addresses, errors, the clock, locks, output files, threads.
@@ -25,14 +28,21 @@ let package = Package(
         .target(name: "FrameRelayDecoding", dependencies: ["CVpx"]),
         // The HTTP client and the JSON bodies of the APIs it talks to (Janus).
         .target(name: "FrameRelayHTTP", dependencies: ["FrameRelaySystem"]),
+        // A WebRTC subscriber of Janus mountpoints that counts frames without
+        // decoding them (ICE-lite, DTLS with OpenSSL, SRTP with libsrtp2): the
+        // load test's audience. It never sees the encoder.
+        .target(
+            name: "FrameRelaySubscriber",
+            dependencies: ["FrameRelaySystem", "FrameRelayRTP", "FrameRelayDecoding", "FrameRelayHTTP", "CSSL", "CSRTP", "CZlib"]
+        ),
         .target(
             name: "FrameRelay",
             dependencies: ["FrameRelaySystem", "FrameRelayRTP", "FrameRelayDecoding", "FrameRelayHTTP",
                            "CVpx", "CTurboJPEG", "CYuv", "CXcb", "CLinux", "CMemory", "CSegmentGuard"]
         ),
         .executableTarget(name: "broadcast-sim", dependencies: ["FrameRelay", "FrameRelaySystem"]),
-        .executableTarget(name: "frame-relay", dependencies: ["FrameRelay", "FrameRelaySystem", "FrameRelayHTTP", "FrameRelayDecoding"]),
+        .executableTarget(name: "frame-relay", dependencies: ["FrameRelay", "FrameRelaySystem", "FrameRelayHTTP", "FrameRelayDecoding", "FrameRelaySubscriber"]),
         .executableTarget(name: "Benchmarks", dependencies: ["FrameRelay", "FrameRelaySystem", "FrameRelayRTP", "FrameRelayDecoding", "CVpx", "CYuv"], path: "Benchmarks", exclude: ["side-by-side.sh", "thread-count.sh"]),
-        .testTarget(name: "FrameRelayTests", dependencies: ["FrameRelay", "FrameRelaySystem", "FrameRelayRTP", "FrameRelayDecoding", "FrameRelayHTTP", "CVpx", "CTurboJPEG", "CYuv", "CMemory", "CXcb"]),
+        .testTarget(name: "FrameRelayTests", dependencies: ["FrameRelay", "FrameRelaySystem", "FrameRelayRTP", "FrameRelayDecoding", "FrameRelayHTTP", "FrameRelaySubscriber", "CVpx", "CTurboJPEG", "CYuv", "CMemory", "CXcb"]),
     ]
 )

@@ -1,10 +1,13 @@
-// Linux calls that Swift cannot make directly: futex goes through the
+// Linux calls that Swift cannot make directly (epoll and eventfd are not
+// in the Glibc module): futex goes through the
 // variadic syscall(2), prctl(2) is variadic, and strerrorname_np(3) and
 // statfs(2) are not in the Glibc module.
 #pragma once
 #include <errno.h>
 #include <linux/futex.h>
 #include <signal.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <stdint.h>
 #include <sys/syscall.h>

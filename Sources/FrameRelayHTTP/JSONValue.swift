@@ -1,8 +1,10 @@
+import FoundationEssentials
+
 /// A JSON document of any shape, for an API whose answers vary with the
 /// request (Janus's). Codable through FoundationEssentials' JSONEncoder and
 /// JSONDecoder, so the library needs no JSONSerialization (and the producer
 /// no full Foundation: it would cost the 50 MB extension 6.6 MB of RSS).
-public enum JSONValue: Codable, Sendable, Equatable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
+public enum JSONValue: Codable, Sendable, Equatable, CustomStringConvertible, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
     ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral
 {
     case null
@@ -68,4 +70,11 @@ public enum JSONValue: Codable, Sendable, Equatable, ExpressibleByStringLiteral,
 
     public var string: String? { if case .string(let value) = self { value } else { nil } }
     public var array: [JSONValue]? { if case .array(let value) = self { value } else { nil } }
+
+    /// The value as compact JSON text (keys sorted).
+    public var description: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "?"
+    }
 }

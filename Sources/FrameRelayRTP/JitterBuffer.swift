@@ -140,25 +140,11 @@ package struct JitterBuffer: ~Copyable {
 
     /// Whether a payload starts a frame: its descriptor has S=1 and partition 0.
     package static func startsFrame(_ payload: UnsafeRawBufferPointer) -> Bool {
-        guard let descriptor = payload.first else { return false }
-        return descriptor & 0x10 != 0 && descriptor & 0x07 == 0
+        VP8PayloadDescriptor(payload)?.startsFrame ?? false
     }
 
     /// Bytes of the VP8 payload descriptor at the start of `payload` (0 when it is malformed).
     package static func descriptorLength(_ payload: UnsafeRawBufferPointer) -> Int {
-        guard payload.count >= 1 else { return 0 }
-        var length = 1
-        if payload[0] & 0x80 != 0 {
-            guard payload.count >= 2 else { return 0 }
-            let extensions = payload[1]
-            length = 2
-            if extensions & 0x80 != 0 {
-                guard payload.count > length else { return 0 }
-                length += payload[length] & 0x80 != 0 ? 2 : 1
-            }
-            if extensions & 0x40 != 0 { length += 1 }
-            if extensions & 0x30 != 0 { length += 1 }
-        }
-        return length <= payload.count ? length : 0
+        VP8PayloadDescriptor(payload)?.dataOffset ?? 0
     }
 }

@@ -64,12 +64,38 @@ package enum RTCP {
         out.storeBytes(of: octets.bigEndian, toByteOffset: 24, as: UInt32.self)
     }
 
-    /// Writes a 16-byte generic NACK (RFC 4585 §6.2.1) for one lost packet into `out`.
-    package static func writeNACK(into out: UnsafeMutableRawPointer, sender: UInt32, media: UInt32, sequence: UInt16) -> Int {
-        writeHeader(into: out, count: 1, type: transportFeedback, words: 3, sender: sender, then: media)
-        out.storeBytes(of: sequence.bigEndian, toByteOffset: 12, as: UInt16.self)
-        out.storeBytes(of: UInt16(0), toByteOffset: 14, as: UInt16.self)  // no following packets lost
-        return 16
+    /// Writes a generic NACK (RFC 4585 §6.2.1) for `sequences` (sorted, in
+    /// wrap-around order) into `out`: one FCI (a packet id and a bitmask of
+    /// the 16 after it) per run; returns its length, 12 + 4 per FCI.
+    package static func writeNACK(into out: UnsafeMutableRawPointer, sender: UInt32, media: UInt32, sequences: some RandomAccessCollection<UInt16>) -> Int {
+        var length = 12
+        var index = sequences.startIndex
+        while index != sequences.endIndex {
+            let first = sequences[index]
+            var mask: UInt16 = 0
+            sequences.formIndex(after: &index)
+            while index != sequences.endIndex {
+                let distance = sequences[index] &- first
+                guard distance >= 1, distance <= 16 else { break }
+                mask |= 1 << (distance - 1)
+                sequences.formIndex(after: &index)
+            }
+            out.storeBytes(of: first.bigEndian, toByteOffset: length, as: UInt16.self)
+            out.storeBytes(of: mask.bigEndian, toByteOffset: length + 2, as: UInt16.self)
+            length += 4
+        }
+        writeHeader(into: out, count: 1, type: transportFeedback, words: UInt16(length / 4 - 1), sender: sender, then: media)
+        return length
+    }
+
+    /// Writes an 8-byte Receiver Report with no report block: the head of a
+    /// compound packet whose point is the feedback after it (RFC 3550 §6.1).
+    package static func writeEmptyReceiverReport(into out: UnsafeMutableRawPointer, sender: UInt32) -> Int {
+        out.storeBytes(of: 0x80, as: UInt8.self)
+        out.storeBytes(of: receiverReport, toByteOffset: 1, as: UInt8.self)
+        out.storeBytes(of: UInt16(1).bigEndian, toByteOffset: 2, as: UInt16.self)
+        out.storeBytes(of: sender.bigEndian, toByteOffset: 4, as: UInt32.self)
+        return 8
     }
 
     /// Writes a 12-byte Picture Loss Indication (RFC 4585 §6.3.1) into `out`.

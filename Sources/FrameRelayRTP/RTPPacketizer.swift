@@ -16,7 +16,7 @@ package struct RTPPacketizer {
     package let payloadType: UInt8
     package let maxPacketSize: Int
     private(set) var sequence: UInt16
-    private(set) var pictureID: UInt16
+    package private(set) var pictureID: UInt16
 
     package init(ssrc: UInt32, payloadType: UInt8 = 96, maxPacketSize: Int) {
         self.ssrc = ssrc

@@ -53,6 +53,22 @@ public struct SocketAddress: Sendable {
         set { withUnsafeMutableBytes(of: &storage) { $0.storeBytes(of: UInt16(truncatingIfNeeded: newValue).bigEndian, toByteOffset: 2, as: UInt16.self) } }
     }
 
+    /// The IPv4 address as a number (10.200.0.1 is 0x0AC80001); nil for IPv6.
+    package var ipv4: UInt32? {
+        guard family == AF_INET else { return nil }
+        return withUnsafeBytes(of: storage) { UInt32(bigEndian: $0.loadUnaligned(fromByteOffset: 4, as: UInt32.self)) }
+    }
+
+    /// The address without its port, as text ("10.200.0.1", "::1").
+    package var host: String {
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        return withUnsafeBytes(of: storage) { bytes in
+            let at = family == AF_INET6 ? 8 : 4
+            guard inet_ntop(family, bytes.baseAddress! + at, &text, socklen_t(text.count)) != nil else { return "?" }
+            return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+    }
+
     /// This address with another port.
     package func withPort(_ port: Int) -> SocketAddress {
         var copy = self

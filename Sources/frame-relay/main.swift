@@ -16,12 +16,14 @@ let subcommandList = """
       receive         receive our RTP, decode it, measure glass-to-glass
       load-test       many shares at once: drops, fps, latency, CPU
       janus           run a Janus of our own for --janus (tests, demos)
+      subscribe       WebRTC viewers of a Janus mountpoint, counted without decoding
       help            this help
     """
 
 func runCommand() throws -> Int32 {
     let subcommands: [String: any ParsableCommand.Type] = [
         "run": Run.self, "demo": Demo.self, "receive": Receive.self, "load-test": LoadTest.self, "janus": JanusCommand.self,
+        "subscribe": Subscribe.self,
     ]
     var arguments = Array(CommandLine.arguments.dropFirst())
     if arguments.first == "--version" || arguments.first == "version" {
@@ -35,7 +37,7 @@ func runCommand() throws -> Int32 {
         return 0
     }
     guard let command = subcommands[name] else {
-        throw UsageError("unknown subcommand \"\(name)\": run, demo, receive, load-test, janus, help (see --help)")
+        throw UsageError("unknown subcommand \"\(name)\": run, demo, receive, load-test, janus, subscribe, help (see --help)")
     }
     return try command.parse(arguments).run()
 }

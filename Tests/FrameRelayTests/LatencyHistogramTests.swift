@@ -1,5 +1,6 @@
 import FrameRelay
 import Testing
+import FrameRelaySystem
 
 @Suite struct LatencyHistogramTests {
     @Test func percentilesMatchASortedReferenceWithinBucketError() {

@@ -162,7 +162,7 @@ public final class SharePipeline {
                 stats.bytes += UInt64(packet.bytes.count)
                 try recorder?.write(packet)
                 if let rtp {
-                    rtp.send(packet, captureTime: captureTime)
+                    frame.timing.pictureID = rtp.send(packet, captureTime: captureTime)
                     sent = MonotonicClock.now()
                 }
                 viewers?.append(packet, width: encoder.width, height: encoder.height)

@@ -1,3 +1,4 @@
+import FrameRelaySystem
 /// What the host knows about one share (one App Group), as reported in the
 /// status line and the JSON summary.
 public struct ShareStats: Sendable, Codable {

@@ -1,4 +1,5 @@
 import Glibc
+import FrameRelaySystem
 
 /// Renders a ``LoadTestReport`` as one HTML page with inline SVG charts:
 /// the ramp (p99 and drops against shares), and for the largest step that

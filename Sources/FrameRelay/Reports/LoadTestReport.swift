@@ -1,3 +1,4 @@
+import FrameRelaySystem
 /// The outcome of a load test: one or more steps (numbers of concurrent
 /// shares), each with per-share and total figures and a timeline, and the
 /// largest number of shares that held the objective.

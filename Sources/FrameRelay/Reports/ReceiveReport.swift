@@ -1,4 +1,5 @@
 import FoundationEssentials
+import FrameRelaySystem
 
 /// What `frame-relay receive` measured: the receiver's counters and, given
 /// the capture time of each frame number, latency and loss at the viewer's side.

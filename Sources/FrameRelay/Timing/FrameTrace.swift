@@ -9,12 +9,15 @@ public struct FrameTiming: Sendable, Codable, Equatable {
     public var converted: UInt64 = 0
     public var encoded: UInt64 = 0
     public var sent: UInt64 = 0
+    /// The VP8 PictureID it was sent with over RTP (none when it was not).
+    public var pictureID: UInt16?
     public init() {}
 
     /// One line of a `--trace` file (JSON, newline-terminated).
     public func jsonLine(share: String) -> String {
         "{\"share\":\"\(share)\",\"frame\":\(frame),\"captured\":\(captured),\"published\":\(published),"
-            + "\"taken\":\(taken),\"converted\":\(converted),\"encoded\":\(encoded),\"sent\":\(sent)}\n"
+            + "\"taken\":\(taken),\"converted\":\(converted),\"encoded\":\(encoded),\"sent\":\(sent)"
+            + (pictureID.map { ",\"picture\":\($0)}\n" } ?? "}\n")
     }
 }
 

@@ -1,3 +1,4 @@
+import FrameRelaySystem
 /// One share's latency at every stage, recorded from each frame's
 /// ``FrameTiming`` in one place (fixed memory, no allocation per frame).
 public struct ShareLatency {

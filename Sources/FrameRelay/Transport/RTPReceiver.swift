@@ -227,7 +227,7 @@ public final class RTPReceiver {
 
     private func requestResend(_ sequence: UInt16, now: UInt64) {
         guard jitter.shouldRequest(sequence, now: now) else { return }
-        let length = RTCP.writeNACK(into: feedbackBuffer, sender: receiverSSRC, media: stats.ssrc, sequence: sequence)
+        let length = RTCP.writeNACK(into: feedbackBuffer, sender: receiverSSRC, media: stats.ssrc, sequences: CollectionOfOne(sequence))
         if sendFeedback(length) { stats.nacksSent += 1 }
     }
 

@@ -111,9 +111,14 @@ public final class RTPSession {
         return rtpBase &+ UInt32(truncatingIfNeeded: elapsed / 100_000 * 9 + (elapsed % 100_000) * 9 / 100_000)
     }
 
-    /// Sends one encoded frame captured at `captureTime` to every destination.
-    public func send(_ frame: EncodedFrame, captureTime: UInt64) {
+    /// Sends one encoded frame captured at `captureTime` to every
+    /// destination; returns the PictureID it went with (the one thing a
+    /// receiver behind Janus, which rewrites sequence numbers and
+    /// timestamps, can name it by).
+    @discardableResult
+    public func send(_ frame: EncodedFrame, captureTime: UInt64) -> UInt16 {
         if monotonicBase == nil { monotonicBase = captureTime }
+        let pictureID = packetizer.pictureID
         let timestamp = rtpTimestamp(captureTime)
         var inBurst = 0
         var nextBurst: UInt64 = 0
@@ -135,6 +140,7 @@ public final class RTPSession {
         }
         stats.frames += 1
         if frame.isKeyframe { stats.keyframes += 1 }
+        return pictureID
     }
 
     private func transmit(_ packet: UnsafeRawBufferPointer) {

@@ -1,3 +1,4 @@
+import FrameRelaySystem
 /// What one share's RTP stream did.
 public struct TransportStats: Sendable, Codable {
     public var ssrc: UInt32 = 0

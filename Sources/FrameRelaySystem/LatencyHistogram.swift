@@ -1,8 +1,8 @@
 /// A fixed-memory log-linear histogram of nanosecond durations: 16 linear
 /// buckets per power of two (error ≤ 6.25 %), recorded without allocation.
 public struct LatencyHistogram: Sendable {
-    static let subBuckets = 16
-    static let groups = 48  // up to 2^48 ns (~3 days)
+    package static let subBuckets = 16
+    package static let groups = 48  // up to 2^48 ns (~3 days)
     private var buckets: [UInt64]
     public private(set) var count: UInt64 = 0
     public private(set) var max: UInt64 = 0
@@ -13,7 +13,7 @@ public struct LatencyHistogram: Sendable {
         buckets = Array(repeating: 0, count: Self.subBuckets * Self.groups)
     }
 
-    static func index(of value: UInt64) -> Int {
+    package static func index(of value: UInt64) -> Int {
         if value < UInt64(subBuckets) { return Int(value) }
         let magnitude = 63 - value.leadingZeroBitCount  // ≥ 4
         let group = magnitude - 3
@@ -22,7 +22,7 @@ public struct LatencyHistogram: Sendable {
     }
 
     /// The smallest value that falls in bucket `index`.
-    static func lowerBound(of index: Int) -> UInt64 {
+    package static func lowerBound(of index: Int) -> UInt64 {
         if index < subBuckets { return UInt64(index) }
         let group = index / subBuckets, sub = index % subBuckets
         let magnitude = group + 3
@@ -102,11 +102,6 @@ public struct LatencyHistogram: Sendable {
         return counts
     }
 
-    /// The distribution as a Prometheus histogram over ``StageHistogram/bounds``.
-    func prometheus(stage: String) -> StageHistogram {
-        StageHistogram(stage: stage, counts: cumulativeCounts(atMost: StageHistogram.bounds), count: count, sumSeconds: Double(sum) / 1e9)
-    }
-
     /// p50, p90, p99, max and count, in microseconds, for reports.
     public var summary: LatencySummary {
         LatencySummary(
@@ -125,6 +120,15 @@ public struct LatencySummary: Sendable, Codable, Equatable {
     public var p99: Double
     public var max: Double
     public var mean: Double
+
+    public init(count: UInt64, p50: Double, p90: Double, p99: Double, max: Double, mean: Double) {
+        self.count = count
+        self.p50 = p50
+        self.p90 = p90
+        self.p99 = p99
+        self.max = max
+        self.mean = mean
+    }
 }
 
 /// A range of a latency distribution: `count` durations from `low` up to

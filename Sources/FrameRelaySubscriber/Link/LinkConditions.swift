@@ -1,0 +1,93 @@
+/// What a group of viewers' link does to packets, as `--viewer-link`
+/// states it: `loss=2%,delay=40ms,jitter=10ms,rate=3mbit` (every part
+/// optional). Loss, delay and jitter apply both ways, so Janus sees the
+/// round trip; the rate limits what comes in (the viewer's downlink).
+public struct LinkConditions: Sendable, Equatable, Codable, CustomStringConvertible {
+    /// Fraction of packets dropped, each way (0–1).
+    public var loss = 0.0
+    /// One-way delay, ns.
+    public var delay: UInt64 = 0
+    /// Each packet's delay varies by up to this much either way (uniform), ns.
+    public var jitter: UInt64 = 0
+    /// Downlink rate in bits per second (0: unlimited).
+    public var rate: UInt64 = 0
+    /// How long a packet may wait for the rate before it is dropped (a
+    /// router's queue; tbf's `latency`), ns.
+    public var queue: UInt64 = 50_000_000
+
+    public init() {}
+
+    /// A perfect link.
+    public var isPerfect: Bool { loss == 0 && delay == 0 && jitter == 0 && rate == 0 }
+
+    /// Parses `text`; throws one line naming the part that is wrong.
+    public init(parsing text: String) throws(LinkConditionsError) {
+        if text == "perfect" || text.isEmpty { return }
+        for part in text.split(separator: ",") {
+            let pair = part.split(separator: "=", maxSplits: 1)
+            guard pair.count == 2 else { throw LinkConditionsError(text: text, reason: "\"\(part)\" is not NAME=VALUE") }
+            let name = pair[0], value = String(pair[1])
+            switch name {
+            case "loss":
+                guard value.hasSuffix("%"), let percent = Double(value.dropLast()), (0...100).contains(percent) else {
+                    throw LinkConditionsError(text: text, reason: "loss \"\(value)\" is not a percentage such as 2%")
+                }
+                loss = percent / 100
+            case "delay", "jitter", "queue":
+                guard let nanoseconds = Self.duration(value) else {
+                    throw LinkConditionsError(text: text, reason: "\(name) \"\(value)\" is not a duration such as 40ms")
+                }
+                if name == "delay" { delay = nanoseconds } else if name == "jitter" { jitter = nanoseconds } else { queue = nanoseconds }
+            case "rate":
+                guard let bits = Self.rate(value), bits > 0 else {
+                    throw LinkConditionsError(text: text, reason: "rate \"\(value)\" is not a rate such as 3mbit or 500kbit")
+                }
+                rate = bits
+            default:
+                throw LinkConditionsError(text: text, reason: "unknown \"\(name)\": loss, delay, jitter, rate or queue")
+            }
+        }
+        if jitter > delay { throw LinkConditionsError(text: text, reason: "jitter is larger than delay (a packet cannot arrive before it was sent)") }
+    }
+
+    /// "40ms", "1.5s", "500us" → ns.
+    private static func duration(_ text: String) -> UInt64? {
+        for (unit, scale) in [("ms", 1e6), ("us", 1e3), ("s", 1e9)] where text.hasSuffix(unit) {
+            guard let value = Double(text.dropLast(unit.count)), value >= 0, value <= 60 * 1e9 / scale else { return nil }
+            return UInt64(value * scale)
+        }
+        return nil
+    }
+
+    /// "3mbit", "500kbit", "1gbit", "64000bit" → bits/s.
+    private static func rate(_ text: String) -> UInt64? {
+        for (unit, scale) in [("gbit", 1e9), ("mbit", 1e6), ("kbit", 1e3), ("bit", 1.0)] where text.lowercased().hasSuffix(unit) {
+            guard let value = Double(text.dropLast(unit.count)), value > 0, value * scale <= 1e11 else { return nil }
+            return UInt64(value * scale)
+        }
+        return nil
+    }
+
+    /// The canonical text (what the reports show).
+    public var description: String {
+        guard !isPerfect else { return "perfect" }
+        var parts: [String] = []
+        if loss > 0 { parts.append("loss=\(Self.trim(loss * 100))%") }
+        if delay > 0 { parts.append("delay=\(Self.trim(Double(delay) / 1e6))ms") }
+        if jitter > 0 { parts.append("jitter=\(Self.trim(Double(jitter) / 1e6))ms") }
+        if rate > 0 { parts.append(rate % 1_000_000 == 0 ? "rate=\(rate / 1_000_000)mbit" : "rate=\(Self.trim(Double(rate) / 1e3))kbit") }
+        if rate > 0, queue != 50_000_000 { parts.append("queue=\(Self.trim(Double(queue) / 1e6))ms") }
+        return parts.joined(separator: ",")
+    }
+
+    private static func trim(_ value: Double) -> String {
+        value == value.rounded() ? String(Int(value)) : String(value)
+    }
+}
+
+/// A `--viewer-link` that cannot be read.
+public struct LinkConditionsError: Error, CustomStringConvertible {
+    public var text: String
+    public var reason: String
+    public var description: String { "invalid link \"\(text)\": \(reason)" }
+}

@@ -1,0 +1,201 @@
+import FrameRelayRTP
+
+/// A VP8 RTP stream's frames, followed as a decoder would take them but
+/// without decoding: packets become whole frames (every packet from the one
+/// starting partition 0 to the marker, one timestamp), whole frames become
+/// decodable in PictureID order (each frame refers to the one before it;
+/// a keyframe refers to none), and a frame missing for longer than NACK can
+/// bring it puts the decoder in a wait for the next keyframe.
+///
+/// No payload is kept: a slot per sequence number holds what the packet
+/// said about its frame, so hundreds of subscribers cost a few kilobytes each.
+struct FrameTracker {
+    static let capacity = 1024
+    /// The most complete frames held back waiting for an earlier one.
+    static let pendingLimit = 256
+
+    private struct Slot {
+        var present = false
+        var sequence: UInt16 = 0
+        var timestamp: UInt32 = 0
+        var marker = false
+        var starts = false
+        var keyframe = false
+        var pictureID: UInt16 = 0
+        var hasPictureID = false
+        /// The frame it belongs to was already completed.
+        var consumed = false
+        var arrival: UInt64 = 0
+    }
+
+    /// A whole frame: where it starts, and what is known of it.
+    struct Frame: Equatable {
+        var firstSequence: UInt16
+        var packets: Int
+        var timestamp: UInt32
+        var pictureID: UInt16?
+        var keyframe: Bool
+        /// When its first packet arrived and when it became whole (ns).
+        var firstArrival: UInt64
+        var completed: UInt64
+    }
+
+    /// What happened on a packet or a tick, for the subscriber to act on.
+    enum Event: Equatable {
+        /// A frame the decoder can take now, in decode order.
+        case decodable(Frame, at: UInt64)
+        /// A frame was given up on: the decoder waits for a keyframe (ask for one).
+        case keyframeWait
+    }
+
+    private var slots = [Slot](repeating: Slot(), count: capacity)
+    /// The next PictureID the decoder can take; nil while it waits for a keyframe.
+    private var expected: UInt16?
+    private var pending: [UInt16: Frame] = [:]
+    /// Since when the decoder has waited for the frame it expects while later ones are whole.
+    private var waitingSince: UInt64?
+    /// The last frame taken: its timestamp, and its PictureID.
+    private var lastTimestamp: UInt32?
+    private var lastPicture: UInt16?
+    private(set) var counts = Counts()
+
+    struct Counts: Equatable, Codable, Sendable {
+        var duplicates: UInt64 = 0
+        var framesComplete: UInt64 = 0
+        var framesDecodable: UInt64 = 0
+        var keyframes: UInt64 = 0
+        /// Frames the decoder never took: lost, or whole but behind a keyframe it jumped to.
+        var framesSkipped: UInt64 = 0
+        /// Whole frames that waited for an earlier one (NACK brought its missing packet in time).
+        var framesHeld: UInt64 = 0
+        var keyframeWaits: UInt64 = 0
+        var malformed: UInt64 = 0
+    }
+
+    /// Whether the decoder waits for a keyframe (before the first, or after a loss).
+    var awaitingKeyframe: Bool { expected == nil }
+
+    /// Takes one RTP packet's payload; returns what became decodable.
+    mutating func insert(sequence: UInt16, timestamp: UInt32, marker: Bool, payload: UnsafeRawBufferPointer, now: UInt64, into events: inout [Event]) {
+        guard let descriptor = VP8PayloadDescriptor(payload) else {
+            counts.malformed += 1
+            return
+        }
+        let index = Int(sequence) % Self.capacity
+        if slots[index].present, slots[index].sequence == sequence {
+            counts.duplicates += 1
+            return
+        }
+        slots[index] = Slot(present: true, sequence: sequence, timestamp: timestamp, marker: marker, starts: descriptor.startsFrame,
+                            keyframe: descriptor.keyframe, pictureID: descriptor.pictureID ?? 0, hasPictureID: descriptor.pictureID != nil,
+                            consumed: false, arrival: now)
+        if let frame = wholeFrame(containing: sequence, now: now) { complete(frame, now: now, into: &events) }
+    }
+
+    /// The frame `sequence` belongs to, when every packet of it is here and it was not completed before.
+    private mutating func wholeFrame(containing sequence: UInt16, now: UInt64) -> Frame? {
+        let timestamp = slots[Int(sequence) % Self.capacity].timestamp
+        func slot(_ sequence: UInt16) -> Slot? {
+            let slot = slots[Int(sequence) % Self.capacity]
+            return slot.present && slot.sequence == sequence && slot.timestamp == timestamp && !slot.consumed ? slot : nil
+        }
+        var first = sequence
+        var walked = 0
+        while true {
+            guard let here = slot(first) else { return nil }
+            if here.starts { break }
+            walked += 1
+            guard walked < Self.capacity else { return nil }
+            first &-= 1
+        }
+        var last = first, packets = 1, firstArrival = slots[Int(first) % Self.capacity].arrival
+        while true {
+            guard let here = slot(last) else { return nil }
+            firstArrival = min(firstArrival, here.arrival)
+            if here.marker { break }
+            packets += 1
+            guard packets < Self.capacity else { return nil }
+            last &+= 1
+        }
+        for offset in 0..<packets { slots[Int(first &+ UInt16(offset)) % Self.capacity].consumed = true }
+        let start = slots[Int(first) % Self.capacity]
+        return Frame(firstSequence: first, packets: packets, timestamp: timestamp, pictureID: start.hasPictureID ? start.pictureID : nil,
+                     keyframe: start.keyframe, firstArrival: firstArrival, completed: now)
+    }
+
+    private mutating func complete(_ frame: Frame, now: UInt64, into events: inout [Event]) {
+        counts.framesComplete += 1
+        guard let picture = frame.pictureID else {
+            // No PictureID (not our sender's packetizer): frames decode in timestamp order.
+            if let last = lastTimestamp, Int32(bitPattern: frame.timestamp &- last) <= 0 { return }
+            guard lastTimestamp != nil || frame.keyframe else { return }
+            emit(frame, now: now, into: &events)
+            return
+        }
+        if let next = expected {
+            let ahead = (picture &- next) & 0x7FFF
+            if ahead == 0 || (ahead < 0x4000 && frame.keyframe) {
+                emit(frame, now: now, into: &events)
+            } else if ahead < 0x4000 {
+                hold(frame, now: now)
+            }
+            // Behind what the decoder took: too late to matter.
+        } else if frame.keyframe {
+            emit(frame, now: now, into: &events)
+        } else {
+            hold(frame, now: now)
+        }
+    }
+
+    /// Keeps a whole frame until the one before it is taken.
+    private mutating func hold(_ frame: Frame, now: UInt64) {
+        guard let picture = frame.pictureID, pending.count < Self.pendingLimit else { return }
+        pending[picture] = frame
+        if expected != nil, waitingSince == nil { waitingSince = now }
+    }
+
+    /// Hands out `frame` and every held frame that follows it.
+    private mutating func emit(_ frame: Frame, now: UInt64, into events: inout [Event]) {
+        var frame = frame
+        while true {
+            counts.framesDecodable += 1
+            if frame.keyframe { counts.keyframes += 1 }
+            if frame.completed < now { counts.framesHeld += 1 }
+            lastTimestamp = frame.timestamp
+            events.append(.decodable(frame, at: now))
+            guard let picture = frame.pictureID else { return }
+            // Frames between the last one taken and this one never will be.
+            if let last = lastPicture {
+                let gap = (picture &- last &- 1) & 0x7FFF
+                if gap < 0x4000 { counts.framesSkipped += UInt64(gap) }
+            }
+            lastPicture = picture
+            let next = (picture &+ 1) & 0x7FFF
+            expected = next
+            // Held frames at or before this one are no longer needed (a keyframe jumped past them).
+            for id in pending.keys where (next &- id) & 0x7FFF != 0 && (next &- id) & 0x7FFF < 0x4000 { pending[id] = nil }
+            guard let following = pending.removeValue(forKey: next) else { break }
+            frame = following
+        }
+        waitingSince = pending.isEmpty ? nil : now
+    }
+
+    /// Gives up on a missing frame that has kept the decoder waiting longer
+    /// than `patience` (NACK had its chance): the decoder then waits for a
+    /// keyframe, and takes one at once if one is whole already.
+    mutating func tick(now: UInt64, patience: UInt64, into events: inout [Event]) {
+        guard let next = expected, let since = waitingSince, now &- since > patience else { return }
+        expected = nil
+        waitingSince = nil
+        counts.keyframeWaits += 1
+        events.append(.keyframeWait)
+        let keyframes = pending.values.filter(\.keyframe)
+        if let key = keyframes.min(by: { ($0.pictureID! &- next) & 0x7FFF < ($1.pictureID! &- next) & 0x7FFF }) {
+            pending[key.pictureID!] = nil
+            emit(key, now: now, into: &events)
+        }
+    }
+
+    /// When ``tick(now:patience:into:)`` could next give up (nil: nothing is waited for).
+    var waitingSinceTime: UInt64? { waitingSince }
+}

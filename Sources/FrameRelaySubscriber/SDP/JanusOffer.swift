@@ -1,0 +1,92 @@
+/// What a subscriber needs from the SDP offer Janus makes for a
+/// streaming mountpoint: ICE credentials, the DTLS fingerprint, and the
+/// video section's mid and VP8 payload type.
+struct JanusOffer: Equatable {
+    var iceUfrag: String
+    var icePassword: String
+    /// SHA-256 of Janus's DTLS certificate.
+    var fingerprint: [UInt8]
+    var mid: String
+    var payloadType: Int
+    /// The payload type of retransmissions in their own stream (RFC 4588 `rtx`, its `apt` VP8's), when Janus offers them.
+    var rtxPayloadType: Int?
+
+    /// Parses `sdp`; throws a ``SubscriberError/badOffer(_:)`` naming what is missing.
+    init(parsing sdp: String) throws(SubscriberError) {
+        var ufrag: String?, password: String?, fingerprint: [UInt8]?, mid: String?, vp8: Int?, video = false, videoLine = false
+        var rtx: [Int: Int] = [:]  // rtx payload type → the payload type it repairs
+        var rtxTypes: Set<Int> = []
+        for raw in sdp.split(whereSeparator: \.isNewline) {
+            let line = raw.drop { $0 == " " }
+            if line.hasPrefix("m=") {
+                // Only the first video section is ours; what others say is theirs.
+                video = line.hasPrefix("m=video ") && !videoLine
+                videoLine = videoLine || video
+                continue
+            }
+            guard line.hasPrefix("a=") else { continue }
+            let attribute = line.dropFirst(2)
+            let (name, value) = attribute.firstIndex(of: ":").map { (attribute[..<$0], String(attribute[attribute.index(after: $0)...])) } ?? (attribute, "")
+            switch name {
+            case "ice-ufrag" where ufrag == nil || video: ufrag = value
+            case "ice-pwd" where password == nil || video: password = value
+            case "fingerprint" where fingerprint == nil || video:
+                let parts = value.split(separator: " ")
+                guard parts.count == 2, parts[0].lowercased() == "sha-256" else { continue }
+                let bytes = parts[1].split(separator: ":").compactMap { UInt8($0, radix: 16) }
+                if bytes.count == 32 { fingerprint = bytes }
+            case "mid" where video: mid = value
+            case "rtpmap" where video:
+                // "96 VP8/90000"
+                let parts = value.split(separator: " ")
+                if parts.count == 2, parts[1].uppercased().hasPrefix("VP8/90000"), let type = Int(parts[0]), vp8 == nil { vp8 = type }
+                if parts.count == 2, parts[1].lowercased().hasPrefix("rtx/90000"), let type = Int(parts[0]) { rtxTypes.insert(type) }
+            case "fmtp" where video:
+                // "97 apt=96"
+                let parts = value.split(separator: " ")
+                if parts.count == 2, let type = Int(parts[0]), parts[1].hasPrefix("apt="), let repaired = Int(parts[1].dropFirst(4)) { rtx[type] = repaired }
+            default: break
+            }
+        }
+        guard videoLine else { throw .badOffer("Janus's offer has no video section") }
+        guard let vp8 else { throw .badOffer("Janus's offer has no VP8 in its video section") }
+        guard let ufrag, let password, !ufrag.isEmpty, !password.isEmpty else { throw .badOffer("Janus's offer has no ICE credentials") }
+        guard let fingerprint else { throw .badOffer("Janus's offer has no sha-256 DTLS fingerprint") }
+        iceUfrag = ufrag
+        icePassword = password
+        self.fingerprint = fingerprint
+        self.mid = mid ?? "v"
+        payloadType = vp8
+        rtxPayloadType = rtxTypes.filter { rtx[$0] == vp8 }.min()
+    }
+
+    /// The answer of an ICE-lite, recv-only, DTLS-client peer at `address:port`
+    /// that takes retransmissions as Janus offers them (in an RTX stream when it does).
+    func answer(ufrag: String, password: String, fingerprint: String, address: String, port: Int) -> String {
+        let types = rtxPayloadType.map { "\(payloadType) \($0)" } ?? "\(payloadType)"
+        var lines = [
+            "v=0",
+            "o=- \(UInt32.random(in: 1...UInt32.max)) 1 IN IP4 \(address)",
+            "s=-",
+            "t=0 0",
+            "a=group:BUNDLE \(mid)",
+            "a=ice-lite",
+            "m=video 9 UDP/TLS/RTP/SAVPF \(types)",
+            "c=IN IP4 \(address)",
+            "a=mid:\(mid)",
+            "a=recvonly",
+            "a=rtcp-mux",
+            "a=ice-ufrag:\(ufrag)",
+            "a=ice-pwd:\(password)",
+            "a=fingerprint:\(fingerprint)",
+            "a=setup:active",
+            "a=rtpmap:\(payloadType) VP8/90000",
+            "a=rtcp-fb:\(payloadType) nack",
+            "a=rtcp-fb:\(payloadType) nack pli",
+        ]
+        if let rtx = rtxPayloadType { lines += ["a=rtpmap:\(rtx) rtx/90000", "a=fmtp:\(rtx) apt=\(payloadType)"] }
+        lines += ["a=candidate:1 1 udp 2130706431 \(address) \(port) typ host", "a=end-of-candidates", ""]
+        return lines.joined(separator: "\r\n")
+    }
+
+}

@@ -1,0 +1,20 @@
+/// Why a subscriber could not join, or stopped: one line, naming what failed.
+public enum SubscriberError: Error, CustomStringConvertible, Equatable {
+    /// OpenSSL or libsrtp2 refused a call.
+    case crypto(String, String)
+    /// Janus's SDP offer lacks what we need (VP8, ICE credentials, a fingerprint).
+    case badOffer(String)
+    /// Janus answered with an error, or not at all.
+    case janus(String)
+    /// A system call failed (a socket, epoll).
+    case system(String)
+
+    public var description: String {
+        switch self {
+        case .crypto(let call, let reason): "\(call): \(reason)"
+        case .badOffer(let reason): reason
+        case .janus(let reason): reason
+        case .system(let reason): reason
+        }
+    }
+}

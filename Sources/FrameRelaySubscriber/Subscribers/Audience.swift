@@ -1,0 +1,204 @@
+@preconcurrency import Glibc
+import FrameRelaySystem
+import FrameRelayHTTP
+
+/// Many WebRTC subscribers in one process: groups of viewers, each on a
+/// Janus mountpoint and a link of its own, joined one after the other
+/// through Janus's API, then watched on one event loop
+/// (``SubscriberLoop``) while this thread keeps their sessions alive.
+public final class Audience {
+    public let groups: [AudienceGroup]
+    private let log: (String) -> Void
+    private let context: DTLSContext
+    private let loop: SubscriberLoop
+    /// Each joined viewer's Janus session, with its group.
+    private var sessions: [(group: Int, viewer: JanusViewer)] = []
+    private var groupErrors: [Int: String] = [:]
+    private var joinedAt: [Int: [Double]] = [:]
+    /// Janus ends a session silent for 60 s.
+    static let keepaliveInterval: UInt64 = 25_000_000_000
+
+    /// Sets up (a DTLS certificate, the loop); `log` gets one line per group that fails.
+    public init(groups: [AudienceGroup], log: @escaping (String) -> Void) throws(SubscriberError) {
+        self.groups = groups
+        self.log = log
+        context = try DTLSContext()
+        loop = try SubscriberLoop()
+        Self.raiseDescriptorLimit()
+    }
+
+    /// One socket a viewer: lift the soft limit on descriptors to the hard one.
+    private static func raiseDescriptorLimit() {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
+
+    /// Joins every viewer, watches for `seconds` (or until `shouldStop`),
+    /// leaves, and reports; `captures`, the hosts' traces (read once the
+    /// watching is over, so they hold every frame), add latency and the
+    /// check of every decoded picture.
+    public func run(seconds: Double, expectedFrameRate: Int = 30, captures: [String] = [], shouldStop: () -> Bool = { false }) throws -> AudienceReport {
+        let started = MonotonicClock.now()
+        let cpuBefore = Self.processCPUSeconds()
+        try loop.start()
+        let expectedFrames = Int(seconds * Double(expectedFrameRate) * 1.5) + 64
+        for (index, group) in groups.enumerated() {
+            for viewer in 0..<group.viewers where groupErrors[index] == nil && !shouldStop() {
+                join(group: index, decodes: group.decodes(viewer), expectedFrames: expectedFrames)
+            }
+        }
+        let end = started + UInt64(seconds * 1e9)
+        var nextKeepalive = MonotonicClock.now() + Self.keepaliveInterval
+        var janusGone: Set<String> = []
+        while MonotonicClock.now() < end, !shouldStop(), loop.failure.withLock({ $0 }) == nil {
+            MonotonicClock.sleep(nanoseconds: min(100_000_000, end &- MonotonicClock.now()))
+            if MonotonicClock.now() >= nextKeepalive {
+                nextKeepalive += Self.keepaliveInterval
+                for (group, viewer) in sessions where !janusGone.contains(viewer.api.url.description) {
+                    do {
+                        try viewer.keepalive()
+                    } catch {
+                        janusGone.insert(viewer.api.url.description)
+                        fail(group, "Janus stopped answering: \(error)")
+                    }
+                }
+            }
+        }
+        loop.stop()
+        if let failure = loop.failure.withLock({ $0 }) { throw SubscriberError.system("the subscribers' loop stopped: \(failure)") }
+        let now = MonotonicClock.now()
+        for subscriber in loop.subscribers { subscriber.finish(now: now) }
+        // A viewer whose PeerConnection Janus hung up: was it the mountpoint that went?
+        for (index, group) in groups.enumerated() where groupErrors[index] == nil {
+            let members = loop.subscribers.filter { $0.group == index }
+            guard members.contains(where: \.ended), let session = sessions.first(where: { $0.group == index })?.viewer else { continue }
+            if session.mountpointExists(group.mountpoint) == false {
+                fail(index, "mountpoint \(group.mountpoint) disappeared from Janus \(group.janus)")
+            } else if let reason = members.first(where: \.ended)?.stats.state {
+                fail(index, "\(members.filter(\.ended).count) of \(members.count) viewers stopped: \(reason)")
+            }
+        }
+        for (_, viewer) in sessions where !janusGone.contains(viewer.api.url.description) { viewer.destroy() }
+        let finished = MonotonicClock.now()
+        let trace = captures.isEmpty ? nil : try HostTrace(paths: captures)
+        var report = AudienceReport()
+        report.seconds = Double(finished - started) / 1e9
+        report.cpuSeconds = Self.processCPUSeconds() - cpuBefore
+        report.groups = groups.indices.map { self.report(group: $0, trace: trace) }
+        return report
+    }
+
+    /// Joins one viewer: a Janus session, `watch`, our answer, and the
+    /// subscriber handed to the loop. A failure ends the group's joins with one line.
+    private func join(group index: Int, decodes: Bool, expectedFrames: Int) {
+        let group = groups[index]
+        let api = JanusAPI(url: group.janus)
+        do {
+            let viewer = try JanusViewer(api: api)
+            let watchedAt = MonotonicClock.now()
+            let offer: JanusOffer
+            do {
+                offer = try JanusOffer(parsing: try viewer.watch(group.mountpoint))
+            } catch {
+                viewer.destroy()
+                throw error
+            }
+            guard let janusAddress = try? SocketAddress.resolve(group.janus.host, port: group.janus.port, type: SOCK_DGRAM).first(where: { $0.family == AF_INET }),
+                let local = SocketAddress.local(toward: janusAddress)
+            else {
+                viewer.destroy()
+                throw SubscriberError.system("no IPv4 route to \(group.janus.host)")
+            }
+            let socket: Socket
+            do {
+                socket = try Self.udpSocket(on: local)
+            } catch {
+                viewer.destroy()
+                throw error
+            }
+            guard let bound = try? socket.localAddress() else {
+                viewer.destroy()
+                throw SubscriberError.system("getsockname of a viewer's socket failed")
+            }
+            let subscriber = try Subscriber(group: index, socket: socket, localAddress: bound, offer: offer, context: context, link: group.link,
+                                            decodes: decodes, watchedAt: watchedAt, expectedFrames: expectedFrames)
+            loop.add(subscriber)
+            do {
+                try viewer.start(answer: offer.answer(ufrag: subscriber.ufrag, password: subscriber.password, fingerprint: context.fingerprint,
+                                                     address: bound.host, port: bound.port))
+            } catch {
+                viewer.destroy()
+                throw error
+            }
+            sessions.append((index, viewer))
+        } catch let error as JanusError {
+            fail(index, "\(error)")
+        } catch {
+            fail(index, "\(error)")
+        }
+    }
+
+    /// A non-blocking UDP socket on `local`'s address, any port.
+    private static func udpSocket(on local: SocketAddress) throws(SubscriberError) -> Socket {
+        do throws(SystemError) {
+            let socket = try Socket(family: AF_INET, type: SOCK_DGRAM, nonBlocking: true)
+            socket.setReceiveBuffer(1 << 20)
+            try socket.bind(to: local.withPort(0))
+            return socket
+        } catch {
+            throw .system("a viewer's UDP socket: \(error)")
+        }
+    }
+
+    /// Says, once per group, why it failed.
+    private func fail(_ group: Int, _ reason: String) {
+        guard groupErrors[group] == nil else { return }
+        groupErrors[group] = reason
+        log("audience: \(groups[group].share) (mountpoint \(groups[group].mountpoint), \(groups[group].link)): \(reason)")
+    }
+
+    private func report(group index: Int, trace: HostTrace?) -> AudienceReport.Group {
+        let group = groups[index]
+        let members = loop.subscribers.filter { $0.group == index }
+        var result = AudienceReport.Group(share: group.share, janus: group.janus.description, mountpoint: group.mountpoint, link: group.link.description, viewers: group.viewers)
+        result.error = groupErrors[index]
+        result.joined = members.filter { $0.stats.state != "joining" }.count
+        result.watching = members.filter { $0.stats.state == "watching" }.count
+        result.decoders = members.filter(\.stats.decodes).count
+        var latency = LatencyHistogram()
+        var viewerSeconds = 0.0
+        let now = MonotonicClock.now()
+        for member in members {
+            result.totals.add(member.stats)
+            result.subscribers.append(member.stats)
+            viewerSeconds += Double(now - member.watchedAt) / 1e9
+            if let trace {
+                for (picture, at) in member.frames {
+                    if let sent = trace.frame(of: group.share, picture: picture, before: at) { latency.record(at - sent.captured) }
+                }
+                for (picture, stamp, at) in member.stamps {
+                    // A frame the trace does not hold yet (the host writes it a few times a second) is not checked.
+                    guard let sent = trace.frame(of: group.share, picture: picture, before: at) else { continue }
+                    if sent.frame & 0xFF_FFFF == stamp { result.picturesMatched += 1 } else { result.picturesMismatched += 1 }
+                }
+            }
+        }
+        if latency.count > 0 { result.latency = AudienceReport.LatencyPercentiles(latency) }
+        let firsts = members.compactMap(\.stats.firstFrameMs).sorted()
+        if !firsts.isEmpty {
+            result.firstFrameP50Ms = firsts[firsts.count / 2]
+            result.firstFrameMaxMs = firsts.last
+        }
+        result.freezesPerMinute = viewerSeconds == 0 ? 0 : Double(result.totals.freezes) / (viewerSeconds / 60)
+        return result
+    }
+
+    /// CPU seconds (user + system) this process has used.
+    static func processCPUSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    }
+}

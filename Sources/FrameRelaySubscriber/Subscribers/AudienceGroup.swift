@@ -1,0 +1,27 @@
+import FrameRelayHTTP
+
+/// A group of viewers: how many watch which mountpoint, over what link,
+/// and how many of them decode.
+public struct AudienceGroup: Sendable, Equatable {
+    /// Janus's HTTP API.
+    public var janus: HTTPClient.URL
+    public var mountpoint: UInt64
+    /// The share it carries (its App Group): the name in the host's `--trace`.
+    public var share: String
+    public var viewers: Int
+    public var link: LinkConditions
+    /// One viewer in this many decodes with libvpx (0: none). The first of the group always does when not 0.
+    public var decodeEvery: Int
+
+    public init(janus: HTTPClient.URL, mountpoint: UInt64, share: String, viewers: Int, link: LinkConditions = LinkConditions(), decodeEvery: Int = 0) {
+        self.janus = janus
+        self.mountpoint = mountpoint
+        self.share = share
+        self.viewers = viewers
+        self.link = link
+        self.decodeEvery = decodeEvery
+    }
+
+    /// Whether viewer `index` (from 0) of the group decodes.
+    func decodes(_ index: Int) -> Bool { decodeEvery > 0 && index % decodeEvery == 0 }
+}

@@ -1,0 +1,401 @@
+@preconcurrency import Glibc
+import FrameRelayRTP
+import FrameRelaySystem
+
+/// One WebRTC subscriber of a Janus streaming mountpoint, without decoding
+/// (or, one in K, decoding too): an ICE-lite agent that answers Janus's
+/// connectivity checks, a DTLS client, SRTP, and RTCP feedback as a browser
+/// sends it (receiver reports, NACK, PLI). It follows the stream's frames
+/// (``FrameTracker``) and counts loss, recoveries, freezes and keyframe
+/// waits. Single-threaded: only its ``SubscriberLoop`` calls it.
+final class Subscriber {
+    let group: Int
+    let socket: Socket
+    /// The address Janus reaches it at, and its ICE credentials.
+    let localAddress: SocketAddress
+    let ufrag: String
+    let password: String
+    private let ufragBytes: [UInt8]
+    private let passwordBytes: [UInt8]
+    let offer: JanusOffer
+    /// When it asked Janus to watch (CLOCK_MONOTONIC ns).
+    let watchedAt: UInt64
+    private var peer: SocketAddress?
+    private let dtls: DTLSClient
+    private var dtlsStarted = false
+    private var srtp: SRTPSession?
+    private var tracker = FrameTracker()
+    private var missing = MissingPackets()
+    private let decoder: SampledDecoder?
+    private let inbound: ImpairedPath?
+    private let outbound: ImpairedPath?
+    private let ssrc = UInt32.random(in: 1...UInt32.max)
+    private var mediaSSRC: UInt32?
+    private var reception: ReceptionStatistics?
+    private(set) var stats = SubscriberStats()
+    /// Each frame it could decode: PictureID and when (for latency against the host's trace).
+    private(set) var frames: [(picture: UInt16, at: UInt64)] = []
+    private var events: [FrameTracker.Event] = []
+    private var asking: [UInt16] = []
+    private let scratch: UnsafeMutableRawPointer
+    private var firstRequest: UInt64?
+    private var nextReport: UInt64 = 0
+    private var lastPLI: UInt64 = 0
+    private var keyframeWaitStarted: UInt64?
+    /// Gaps between decodable frames, for freezes (the last 30 that were not freezes).
+    private var gaps = [UInt64](repeating: 0, count: 30)
+    private var gapCount = 0
+    private var lastDecodable: UInt64?
+    private var lastPacket: UInt64 = 0
+    static let reportInterval: UInt64 = 1_000_000_000
+    static let pliInterval: UInt64 = 500_000_000
+    /// Media must start within this long of the answer, and may pause at most this long.
+    static let silenceLimit: UInt64 = 10_000_000_000
+
+    init(group: Int, socket: consuming Socket, localAddress: SocketAddress, offer: JanusOffer, context: DTLSContext,
+         link: LinkConditions, decodes: Bool, watchedAt: UInt64, expectedFrames: Int) throws(SubscriberError) {
+        self.group = group
+        self.socket = socket
+        self.localAddress = localAddress
+        self.offer = offer
+        self.watchedAt = watchedAt
+        ufrag = Self.randomToken(8)
+        password = Self.randomToken(24)
+        ufragBytes = Array(ufrag.utf8)
+        passwordBytes = Array(password.utf8)
+        dtls = try DTLSClient(context: context, fingerprint: offer.fingerprint)
+        do {
+            decoder = decodes ? try SampledDecoder() : nil
+        } catch {
+            throw .crypto("vpx_codec_dec_init", "\(error)")
+        }
+        inbound = link.isPerfect ? nil : ImpairedPath(link, limitsRate: true, slots: 256)
+        outbound = link.isPerfect ? nil : ImpairedPath(link, limitsRate: false, slots: 64)
+        scratch = .allocate(byteCount: 2048, alignment: 16)
+        stats.decodes = decodes
+        frames.reserveCapacity(expectedFrames)
+        events.reserveCapacity(64)
+        asking.reserveCapacity(FrameTrackerLimits.nackBatch)
+    }
+
+    deinit { scratch.deallocate() }
+
+    /// ICE credentials are letters and digits (RFC 8839 ice-char).
+    private static func randomToken(_ length: Int) -> String {
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+        return String((0..<length).map { _ in alphabet.randomElement()! })
+    }
+
+    /// The stamps its decoder read, when it decodes.
+    var stamps: [(picture: UInt16, stamp: UInt64, at: UInt64)] { decoder?.stamps ?? [] }
+
+    /// Whether it has stopped (Janus hung up, the handshake failed, silence).
+    var ended: Bool { stats.state != "joining" && stats.state != "watching" }
+
+    private func end(_ reason: String) {
+        guard !ended else { return }
+        stats.state = reason
+    }
+
+    // MARK: - Datagrams in
+
+    /// A datagram arrived at `now` from `source`: through the link first, if it has one.
+    func arrived(_ datagram: UnsafeMutableRawBufferPointer, from source: SocketAddress, now: UInt64) {
+        guard !ended else { return }
+        if let inbound {
+            _ = inbound.admit(UnsafeRawBufferPointer(datagram), address: source, now: now)
+        } else {
+            handle(datagram, from: source, now: now)
+        }
+    }
+
+    /// Demultiplexes one datagram (RFC 7983 by its first byte): STUN, DTLS, or SRTP and SRTCP.
+    private func handle(_ datagram: UnsafeMutableRawBufferPointer, from source: SocketAddress, now: UInt64) {
+        guard let first = datagram.first else { return }
+        switch first {
+        case 0...3: handleSTUN(UnsafeRawBufferPointer(datagram), from: source, now: now)
+        case 20...63:
+            guard let peer, source.sameHost(as: peer), source.port == peer.port else { return }
+            dtls.receive(UnsafeRawBufferPointer(datagram)) { send($0, now: now) }
+            afterDTLS(now: now)
+        case 128...191:
+            guard let srtp, let peer, source.sameHost(as: peer), source.port == peer.port, datagram.count >= 12 else { return }
+            if (192...223).contains(datagram[1]) {
+                guard let length = srtp.unprotectRTCP(datagram) else {
+                    stats.srtpFailures += 1
+                    return
+                }
+                handleRTCP(UnsafeRawBufferPointer(rebasing: datagram[..<length]), now: now)
+            } else {
+                guard let length = srtp.unprotectRTP(datagram) else {
+                    stats.srtpFailures += 1
+                    return
+                }
+                handleRTP(UnsafeRawBufferPointer(rebasing: datagram[..<length]), now: now)
+            }
+        default:
+            break
+        }
+    }
+
+    private func handleSTUN(_ packet: UnsafeRawBufferPointer, from source: SocketAddress, now: UInt64) {
+        // Indications (libnice's keepalives) ask for nothing.
+        guard STUN.isRequest(packet) else { return }
+        guard let request = STUN.parseRequest(packet, localUfrag: ufragBytes, password: passwordBytes), let address = source.ipv4 else {
+            stats.stunRefused += 1
+            return
+        }
+        stats.stunAnswered += 1
+        // The pair Janus nominates is where media and DTLS go; before a nomination, the first that checks.
+        if peer == nil || request.nominated { peer = source }
+        firstRequest = firstRequest ?? now
+        let length = STUN.writeSuccess(into: scratch, request: request, address: address, port: UInt16(source.port), password: passwordBytes)
+        send(UnsafeRawBufferPointer(start: scratch, count: length), to: source, now: now)
+        if request.nominated { startDTLS(now: now) }
+    }
+
+    /// The handshake starts once Janus nominated the pair (its ICE is then
+    /// connected and takes DTLS), or 300 ms after its first check.
+    private func startDTLS(now: UInt64) {
+        guard !dtlsStarted, peer != nil else { return }
+        dtlsStarted = true
+        dtls.start { send($0, now: now) }
+        afterDTLS(now: now)
+    }
+
+    private func afterDTLS(now: UInt64) {
+        switch dtls.state {
+        case .handshaking:
+            break
+        case .connected where srtp == nil:
+            do {
+                srtp = try SRTPSession(keys: dtls.keys!)
+                stats.state = "watching"
+            } catch {
+                end("SRTP: \(error)")
+            }
+        case .connected:
+            break
+        case .closed(let reason):
+            end(reason)
+        }
+    }
+
+    private func handleRTCP(_ packet: UnsafeRawBufferPointer, now: UInt64) {
+        // Janus's Sender Reports: their time goes back in our reports (LSR, DLSR), so Janus sees the round trip.
+        var offset = 0
+        while offset + 8 <= packet.count {
+            let length = (Int(packet[offset + 2]) << 8 | Int(packet[offset + 3]) + 1) * 4
+            guard offset + length <= packet.count else { return }
+            if packet[offset + 1] == RTCP.senderReport, length >= 28 {
+                stats.senderReports += 1
+                reception?.senderReport(ntp: UInt64(bigEndian: packet.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self)), arrival: now)
+            }
+            offset += length
+        }
+    }
+
+    private func handleRTP(_ packet: UnsafeRawBufferPointer, now: UInt64) {
+        guard let header = RTPHeader(parsing: packet), header.payloadOffset < packet.count else { return }
+        var sequence = header.sequence
+        var payloadStart = header.payloadOffset
+        let retransmitted = Int(header.payloadType) == offer.rtxPayloadType
+        if retransmitted {
+            // A retransmission in its own stream (RFC 4588): the original sequence number, then the original payload.
+            guard payloadStart + 2 < packet.count else { return }
+            sequence = UInt16(packet[payloadStart]) << 8 | UInt16(packet[payloadStart + 1])
+            payloadStart += 2
+        } else {
+            guard Int(header.payloadType) == offer.payloadType else { return }
+            if mediaSSRC != header.ssrc {
+                // Janus keeps one SSRC per viewer; a new one is a new stream.
+                mediaSSRC = header.ssrc
+                reception = ReceptionStatistics(first: header.sequence)
+            }
+            reception?.record(sequence: header.sequence, timestamp: header.timestamp, arrival: now)
+        }
+        if stats.firstPacketMs == nil { stats.firstPacketMs = Double(now - watchedAt) / 1e6 }
+        lastPacket = now
+        stats.bytesReceived += UInt64(packet.count)
+        let payload = UnsafeRawBufferPointer(rebasing: packet[payloadStart...])
+        let before = tracker.counts.duplicates + tracker.counts.malformed
+        events.removeAll(keepingCapacity: true)
+        tracker.insert(sequence: sequence, timestamp: header.timestamp, marker: header.marker, payload: payload, now: now, into: &events)
+        guard tracker.counts.duplicates + tracker.counts.malformed == before else { return }
+        missing.received(sequence, retransmitted: retransmitted, now: now)
+        decoder?.keep(payload, sequence: sequence, timestamp: header.timestamp, marker: header.marker)
+        handleEvents(now: now)
+        requestMissing(now: now)
+    }
+
+    private func handleEvents(now: UInt64) {
+        for event in events {
+            switch event {
+            case .decodable(let frame, let at):
+                decodable(frame, at: at)
+            case .keyframeWait:
+                keyframeWaitStarted = now
+                sendPLI(now: now)
+            }
+        }
+        events.removeAll(keepingCapacity: true)
+    }
+
+    private func decodable(_ frame: FrameTracker.Frame, at now: UInt64) {
+        if stats.firstFrameMs == nil { stats.firstFrameMs = Double(now - watchedAt) / 1e6 }
+        if frame.keyframe, let started = keyframeWaitStarted {
+            stats.keyframeWaitMs += Double(now - started) / 1e6
+            keyframeWaitStarted = nil
+        }
+        if let picture = frame.pictureID, frames.count < frames.capacity { frames.append((picture, now)) }
+        // WebRTC's freeze: a gap longer than max(3 × the mean gap, the mean + 150 ms), after 5 gaps.
+        if let last = lastDecodable {
+            let gap = now - last
+            let samples = min(gapCount, gaps.count)
+            let mean = samples == 0 ? 0 : gaps.prefix(samples).reduce(0, +) / UInt64(samples)
+            if samples >= 5, gap > max(3 * mean, mean + 150_000_000) {
+                stats.freezes += 1
+                stats.freezeMs += Double(gap) / 1e6
+            } else {
+                gaps[gapCount % gaps.count] = gap
+                gapCount += 1
+            }
+        }
+        lastDecodable = now
+        decoder?.decode(frame, now: now)
+    }
+
+    // MARK: - Datagrams out
+
+    private func send(_ datagram: UnsafeRawBufferPointer, now: UInt64) {
+        guard let peer else { return }
+        send(datagram, to: peer, now: now)
+    }
+
+    private func send(_ datagram: UnsafeRawBufferPointer, to address: SocketAddress, now: UInt64) {
+        if let outbound {
+            _ = outbound.admit(datagram, address: address, now: now)
+        } else {
+            _ = try? socket.send(datagram, to: address)
+        }
+    }
+
+    /// Protects the `length` bytes of RTCP in ``scratch`` and sends them.
+    private func sendRTCP(length: Int, now: UInt64) -> Bool {
+        guard let srtp, let protected = srtp.protectRTCP(scratch, length: length) else { return false }
+        send(UnsafeRawBufferPointer(start: scratch, count: protected), now: now)
+        return true
+    }
+
+    private func requestMissing(now: UInt64) {
+        guard let media = mediaSSRC else { return }
+        asking.removeAll(keepingCapacity: true)
+        missing.due(now: now, into: &asking)
+        var start = 0
+        while start < asking.count {
+            let end = min(asking.count, start + FrameTrackerLimits.nackBatch)
+            var length = RTCP.writeEmptyReceiverReport(into: scratch, sender: ssrc)
+            length += RTCP.writeNACK(into: scratch + length, sender: ssrc, media: media, sequences: asking[start..<end])
+            _ = sendRTCP(length: length, now: now)
+            start = end
+        }
+    }
+
+    private func sendPLI(now: UInt64) {
+        guard let media = mediaSSRC, now &- lastPLI >= Self.pliInterval else { return }
+        lastPLI = now
+        var length = RTCP.writeEmptyReceiverReport(into: scratch, sender: ssrc)
+        length += RTCP.writePLI(into: scratch + length, sender: ssrc, media: media)
+        if sendRTCP(length: length, now: now) { stats.plisSent += 1 }
+    }
+
+    private func sendReport(now: UInt64) {
+        guard let media = mediaSSRC, reception != nil else { return }
+        let length = RTCP.writeReceiverReport(into: scratch, sender: ssrc, media: media, block: reception!.block(now: now))
+        if sendRTCP(length: length, now: now) { stats.receiverReports += 1 }
+    }
+
+    // MARK: - Time
+
+    /// Does what is due at `now` (the link's held packets, DTLS
+    /// retransmissions, NACK retries, reports, giving up on a lost frame,
+    /// PLIs while waiting for a keyframe) and returns when it next needs to.
+    func tick(now: UInt64) -> UInt64 {
+        var next = now + 50_000_000
+        guard !ended else { return now + 1_000_000_000 }
+        inbound?.release(now: now) { datagram, source in handle(datagram, from: source, now: now) }
+        outbound?.release(now: now) { datagram, address in _ = try? socket.send(UnsafeRawBufferPointer(datagram), to: address) }
+        if let first = firstRequest, !dtlsStarted, now &- first >= 300_000_000 { startDTLS(now: now) }
+        if let due = dtls.retransmitDue {
+            if due == 0 {
+                dtls.handleTimeout { send($0, now: now) }
+                afterDTLS(now: now)
+            } else {
+                next = min(next, now + UInt64(due) * 1000)
+            }
+        }
+        if srtp != nil {
+            if now >= nextReport {
+                nextReport = now + Self.reportInterval
+                sendReport(now: now)
+            }
+            next = min(next, nextReport)
+            if !missing.isEmpty {
+                requestMissing(now: now)
+                next = min(next, now + 10_000_000)
+            }
+            let patience = max(150_000_000, 4 * (missing.roundTrip ?? 50_000_000))
+            tracker.tick(now: now, patience: patience, into: &events)
+            handleEvents(now: now)
+            if let since = tracker.waitingSinceTime { next = min(next, since + patience + 1_000_000) }
+            // No keyframe yet while frames come, or a keyframe waited for: ask (again) every half second.
+            if tracker.awaitingKeyframe, mediaSSRC != nil, keyframeWaitStarted != nil || tracker.counts.framesComplete > 0 {
+                sendPLI(now: now)
+                next = min(next, lastPLI + Self.pliInterval)
+            }
+        }
+        let heard = lastPacket == 0 ? watchedAt : lastPacket
+        if now &- heard > Self.silenceLimit {
+            end(lastPacket == 0 ? "no media from Janus within \(Self.silenceLimit / 1_000_000_000) s (\(dtlsStarted ? "DTLS \(dtls.state == .connected ? "connected" : "did not connect")" : "no ICE check from Janus"))"
+                : "Janus stopped sending for \(Self.silenceLimit / 1_000_000_000) s")
+        }
+        if let due = inbound?.nextDue { next = min(next, due) }
+        if let due = outbound?.nextDue { next = min(next, due) }
+        return next
+    }
+
+    /// Says goodbye to Janus's DTLS (close_notify) and fills in the final figures.
+    func finish(now: UInt64) {
+        dtls.close { send($0, now: now) }
+        if let started = keyframeWaitStarted { stats.keyframeWaitMs += Double(now - started) / 1e6 }
+        let counts = tracker.counts
+        stats.framesComplete = counts.framesComplete
+        stats.framesDecodable = counts.framesDecodable
+        stats.keyframes = counts.keyframes
+        stats.framesSkipped = counts.framesSkipped
+        stats.framesHeld = counts.framesHeld
+        stats.keyframeWaits = counts.keyframeWaits
+        stats.duplicates = counts.duplicates
+        stats.packetsExpected = missing.expected
+        stats.packetsReceived = missing.counts.received
+        stats.packetsLost = missing.expected - min(missing.expected, missing.counts.received)
+        stats.nackedPackets = missing.counts.asked
+        stats.recoveredPackets = missing.counts.recovered
+        stats.givenUpPackets = missing.counts.givenUp
+        stats.nackRoundTripMs = missing.roundTrip.map { Double($0) / 1e6 }
+        stats.linkLostIn = inbound?.lost ?? 0
+        stats.linkQueueDrops = inbound?.overflowed ?? 0
+        stats.linkLostOut = outbound?.lost ?? 0
+        if let decoder {
+            stats.framesDecoded = decoder.decoded
+            stats.decodeErrors = decoder.errors
+            stats.stampsRead = UInt64(decoder.stamps.count)
+        }
+    }
+}
+
+/// Bounds of the feedback a subscriber sends.
+enum FrameTrackerLimits {
+    /// Sequence numbers per NACK packet.
+    static let nackBatch = 100
+}

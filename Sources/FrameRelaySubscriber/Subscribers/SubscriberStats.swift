@@ -1,0 +1,56 @@
+/// What one subscriber saw, in the units its key names: packets and
+/// frames as counts, times in milliseconds (`…Ms`), bytes.
+public struct SubscriberStats: Codable, Sendable, Equatable {
+    /// "watching" while it runs and after a clean end; otherwise why it stopped.
+    public var state = "joining"
+    /// It decoded every frame with libvpx (the sampled decoders).
+    public var decodes = false
+    /// From asking Janus to watch to the first media packet, and to the first decodable frame.
+    public var firstPacketMs: Double?
+    public var firstFrameMs: Double?
+    public var packetsExpected: UInt64 = 0
+    public var packetsReceived: UInt64 = 0
+    /// Packets never received, NACKed ones that came aside.
+    public var packetsLost: UInt64 = 0
+    public var bytesReceived: UInt64 = 0
+    public var duplicates: UInt64 = 0
+    /// Sequence numbers asked for again (retries counted), the packets that came so, and those given up on.
+    public var nackedPackets: UInt64 = 0
+    public var recoveredPackets: UInt64 = 0
+    public var givenUpPackets: UInt64 = 0
+    public var plisSent: UInt64 = 0
+    public var receiverReports: UInt64 = 0
+    public var senderReports: UInt64 = 0
+    public var framesComplete: UInt64 = 0
+    public var framesDecodable: UInt64 = 0
+    public var keyframes: UInt64 = 0
+    /// Frames the decoder never took (lost, or jumped past by a keyframe).
+    public var framesSkipped: UInt64 = 0
+    /// Whole frames that waited for an earlier one NACK brought in.
+    public var framesHeld: UInt64 = 0
+    /// Times a lost frame left the decoder waiting for a keyframe, and how long in all.
+    public var keyframeWaits: UInt64 = 0
+    public var keyframeWaitMs = 0.0
+    /// Gaps between decodable frames longer than max(3 × the mean gap, the mean + 150 ms) (WebRTC's freeze), and their time.
+    public var freezes: UInt64 = 0
+    public var freezeMs = 0.0
+    /// With `decodes`: frames libvpx decoded, its errors, and stamps read from the pictures.
+    public var framesDecoded: UInt64 = 0
+    public var decodeErrors: UInt64 = 0
+    public var stampsRead: UInt64 = 0
+    /// Packets that failed SRTP authentication, STUN requests answered and refused.
+    public var srtpFailures: UInt64 = 0
+    public var stunAnswered: UInt64 = 0
+    public var stunRefused: UInt64 = 0
+    /// The link's own drops, each way: at random, and (downlink) a full rate queue.
+    public var linkLostIn: UInt64 = 0
+    public var linkLostOut: UInt64 = 0
+    public var linkQueueDrops: UInt64 = 0
+    /// The smoothed round trip from a NACK to the packet it brought (ms).
+    public var nackRoundTripMs: Double?
+
+    public init() {}
+
+    /// Residual packet loss, percent of the packets the stream had.
+    public var lossPercent: Double { packetsExpected == 0 ? 0 : Double(packetsLost) / Double(packetsExpected) * 100 }
+}

@@ -14,8 +14,9 @@ final class DTLSClient {
         case closed(String)
     }
 
-    /// SRTP keys and salts: what we encrypt with (ours, the client's) and what Janus does.
+    /// The profile agreed, and its keys and salts: what we encrypt with (ours, the client's) and what Janus does.
     struct Keys {
+        var profile: SRTPProfile
         var local: [UInt8]
         var remote: [UInt8]
     }
@@ -116,18 +117,20 @@ final class DTLSClient {
             state = .closed("Janus's DTLS certificate (sha-256 \(DTLSContext.hex(fingerprint))) does not match the fingerprint in its offer (\(DTLSContext.hex(expectedFingerprint)))")
             return
         }
-        guard let profile = SSL_get_selected_srtp_profile(ssl), String(cString: profile.pointee.name) == DTLSContext.srtpProfile else {
-            state = .closed("Janus chose no SRTP profile we offered (\(DTLSContext.srtpProfile))")
+        guard let selected = SSL_get_selected_srtp_profile(ssl), let profile = SRTPProfile(rawValue: String(cString: selected.pointee.name)) else {
+            state = .closed("Janus chose no SRTP profile we offered (\(DTLSContext.srtpProfiles.map(\.rawValue).joined(separator: ", ")))")
             return
         }
-        // client key (16) | server key (16) | client salt (14) | server salt (14)
-        var material = [UInt8](repeating: 0, count: 60)
+        // client key | server key | client salt | server salt
+        let key = profile.keyLength, salt = profile.saltLength
+        var material = [UInt8](repeating: 0, count: 2 * (key + salt))
         let label = "EXTRACTOR-dtls_srtp"
-        guard SSL_export_keying_material(ssl, &material, 60, label, label.utf8.count, nil, 0, 0) == 1 else {
+        guard SSL_export_keying_material(ssl, &material, material.count, label, label.utf8.count, nil, 0, 0) == 1 else {
             state = .closed("SSL_export_keying_material: " + DTLSContext.lastError())
             return
         }
-        keys = Keys(local: Array(material[0..<16] + material[32..<46]), remote: Array(material[16..<32] + material[46..<60]))
+        keys = Keys(profile: profile, local: Array(material[0..<key] + material[2 * key..<2 * key + salt]),
+                    remote: Array(material[key..<2 * key] + material[2 * key + salt..<2 * (key + salt)]))
         state = .connected
     }
 

@@ -13,8 +13,13 @@ final class DTLSContext: @unchecked Sendable {
     /// "sha-256 AB:CD:…", as SDP's `a=fingerprint` carries it.
     let fingerprint: String
 
-    /// The SRTP protection profile offered in the handshake (RFC 5764 §4.1.2).
-    static let srtpProfile = "SRTP_AES128_CM_SHA1_80"
+    /// The SRTP protection profiles offered in the handshake (RFC 5764
+    /// §4.1.2, RFC 7714), most wanted first. AES-GCM costs a fifth of
+    /// AES-CM with HMAC-SHA1 here: Debian's libsrtp2 does its crypto
+    /// through NSS, which makes an HMAC context per packet (a 1200-byte
+    /// packet unprotected in 1.8 µs against 7.7–10.9 µs, 2,000 packets,
+    /// two runs each). Janus 1.1 takes either.
+    static let srtpProfiles = [SRTPProfile.aeadAES128GCM, .aes128CMSHA1_80]
 
     init() throws(SubscriberError) {
         guard let key = cssl_generate_p256_key() else { throw .crypto("EVP_EC_gen(P-256)", Self.lastError()) }
@@ -40,7 +45,7 @@ final class DTLSContext: @unchecked Sendable {
         guard X509_sign(certificate, key, EVP_sha256()) > 0 else { throw .crypto("X509_sign", Self.lastError()) }
         guard let context = SSL_CTX_new(DTLS_client_method()) else { throw .crypto("SSL_CTX_new", Self.lastError()) }
         guard SSL_CTX_use_certificate(context, certificate) == 1, SSL_CTX_use_PrivateKey(context, key) == 1,
-            SSL_CTX_set_tlsext_use_srtp(context, Self.srtpProfile) == 0  // 0 is success here
+            SSL_CTX_set_tlsext_use_srtp(context, Self.srtpProfiles.map(\.rawValue).joined(separator: ":")) == 0  // 0 is success here
         else {
             SSL_CTX_free(context)
             throw .crypto("SSL_CTX_use_certificate", Self.lastError())

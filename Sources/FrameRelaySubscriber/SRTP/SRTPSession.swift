@@ -6,16 +6,14 @@ internal import CSRTP
 final class SRTPSession {
     private var inbound: srtp_t?
     private var outbound: srtp_t?
-    /// Bytes SRTCP adds to a packet we protect (E flag and index, 10-byte tag).
-    static let rtcpOverhead = 4 + 10
 
     /// libsrtp2's one-time set-up, done before the first session.
     private static let initialized: Bool = srtp_init() == srtp_err_status_ok
 
     init(keys: DTLSClient.Keys) throws(SubscriberError) {
         guard Self.initialized else { throw .crypto("srtp_init", "libsrtp2 did not initialize") }
-        inbound = try Self.session(key: keys.remote, direction: ssrc_any_inbound)
-        outbound = try Self.session(key: keys.local, direction: ssrc_any_outbound)
+        inbound = try Self.session(key: keys.remote, profile: keys.profile, direction: ssrc_any_inbound)
+        outbound = try Self.session(key: keys.local, profile: keys.profile, direction: ssrc_any_outbound)
     }
 
     deinit {
@@ -23,11 +21,17 @@ final class SRTPSession {
         if let outbound { srtp_dealloc(outbound) }
     }
 
-    private static func session(key: [UInt8], direction: srtp_ssrc_type_t) throws(SubscriberError) -> srtp_t? {
+    private static func session(key: [UInt8], profile: SRTPProfile, direction: srtp_ssrc_type_t) throws(SubscriberError) -> srtp_t? {
         var key = key
         var policy = srtp_policy_t()
-        srtp_crypto_policy_set_rtp_default(&policy.rtp)  // AES_CM_128_HMAC_SHA1_80
-        srtp_crypto_policy_set_rtcp_default(&policy.rtcp)
+        switch profile {
+        case .aeadAES128GCM:
+            srtp_crypto_policy_set_aes_gcm_128_16_auth(&policy.rtp)
+            srtp_crypto_policy_set_aes_gcm_128_16_auth(&policy.rtcp)
+        case .aes128CMSHA1_80:
+            srtp_crypto_policy_set_rtp_default(&policy.rtp)  // AES_CM_128_HMAC_SHA1_80
+            srtp_crypto_policy_set_rtcp_default(&policy.rtcp)
+        }
         policy.ssrc.type = direction
         // Room for retransmissions that come after newer packets (NACK).
         policy.window_size = 1024
@@ -54,7 +58,7 @@ final class SRTPSession {
     }
 
     /// Encrypts the `length` bytes of RTCP at the start of `packet` in place
-    /// (which must have ``rtcpOverhead`` bytes more); the protected length.
+    /// (which must have the profile's ``SRTPProfile/rtcpOverhead`` bytes more); the protected length.
     func protectRTCP(_ packet: UnsafeMutableRawPointer, length: Int) -> Int? {
         var length = Int32(length)
         return srtp_protect_rtcp(outbound, packet, &length) == srtp_err_status_ok ? Int(length) : nil

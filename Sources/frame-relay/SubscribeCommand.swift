@@ -42,14 +42,18 @@ struct Subscribe: ParsableCommand {
         let groups = links.map { AudienceGroup(janus: url, mountpoint: id, share: share, viewers: viewers, link: $0, decodeEvery: decodeEvery) }
         let audience = try Audience(groups: groups, log: log)
         let result = try audience.run(seconds: duration, expectedFrameRate: fps, captures: captures) { stopSignals.load(ordering: .relaxed) > 0 }
-        for group in result.groups { log(Self.summary(group)) }
-        log("subscribe: \(fixed(result.cpuMsPerViewerSecond, 2)) ms of CPU per viewer-second (\(fixed(result.cpuSeconds, 2)) s over \(fixed(result.seconds, 1)) s)")
+        // A group that failed has said so in its one line.
+        for group in result.groups where group.joined > 0 { log(Self.summary(group)) }
+        if result.groups.contains(where: { $0.joined > 0 }) {
+            log("subscribe: \(fixed(result.cpuMsPerViewerSecond, 2)) ms of CPU per viewer-second (\(fixed(result.cpuSeconds, 2)) s over \(fixed(result.seconds, 1)) s)")
+        }
         if let path = report {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             try OutputFile.write(String(decoding: try encoder.encode(result), as: UTF8.self), to: path)
         }
-        return result.groups.contains { $0.joined == 0 } ? 1 : 0
+        // A group that failed (no viewer joined, Janus or the mountpoint gone) fails the run.
+        return result.groups.contains { $0.joined == 0 || $0.error != nil } ? 1 : 0
     }
 
     /// One line per group: who watched, what they got.

@@ -51,36 +51,50 @@ public final class Audience {
         }
         let end = started + UInt64(seconds * 1e9)
         var nextKeepalive = MonotonicClock.now() + Self.keepaliveInterval
-        var janusGone: Set<String> = []
-        while MonotonicClock.now() < end, !shouldStop(), loop.failure.withLock({ $0 }) == nil {
+        /// Each Janus that stopped answering, and what it said.
+        var janusGone: [String: String] = [:]
+        let joined = loop.count
+        // No viewer joined (every group said why): nothing to watch.
+        while joined > 0, MonotonicClock.now() < end, !shouldStop(), loop.failure.withLock({ $0 }) == nil {
             MonotonicClock.sleep(nanoseconds: min(100_000_000, end &- MonotonicClock.now()))
+            // Every viewer has stopped (Janus died, its mountpoints went): nothing is left to watch.
+            if loop.ended.load(ordering: .relaxed) >= joined { break }
             if MonotonicClock.now() >= nextKeepalive {
                 nextKeepalive += Self.keepaliveInterval
-                for (group, viewer) in sessions where !janusGone.contains(viewer.api.url.description) {
+                for (group, viewer) in sessions where janusGone[viewer.api.url.description] == nil {
                     do {
                         try viewer.keepalive()
                     } catch {
-                        janusGone.insert(viewer.api.url.description)
-                        fail(group, "Janus stopped answering: \(error)")
+                        janusGone[viewer.api.url.description] = "Janus stopped answering: \(error)"
                     }
                 }
+                for (index, group) in groups.enumerated() { if let gone = janusGone[group.janus.description] { fail(index, gone) } }
             }
         }
         loop.stop()
         if let failure = loop.failure.withLock({ $0 }) { throw SubscriberError.system("the subscribers' loop stopped: \(failure)") }
         let now = MonotonicClock.now()
         for subscriber in loop.subscribers { subscriber.finish(now: now) }
-        // A viewer whose PeerConnection Janus hung up: was it the mountpoint that went?
+        // Viewers that stopped: Janus gone, their mountpoint gone, or why each said.
         for (index, group) in groups.enumerated() where groupErrors[index] == nil {
             let members = loop.subscribers.filter { $0.group == index }
-            guard members.contains(where: \.ended), let session = sessions.first(where: { $0.group == index })?.viewer else { continue }
-            if session.mountpointExists(group.mountpoint) == false {
+            guard let stopped = members.first(where: \.ended), let session = sessions.first(where: { $0.group == index })?.viewer else { continue }
+            if janusGone[group.janus.description] == nil {
+                do {
+                    try session.keepalive()
+                } catch {
+                    janusGone[group.janus.description] = "Janus stopped answering: \(error)"
+                }
+            }
+            if let gone = janusGone[group.janus.description] {
+                fail(index, gone)
+            } else if session.mountpointExists(group.mountpoint) == false {
                 fail(index, "mountpoint \(group.mountpoint) disappeared from Janus \(group.janus)")
-            } else if let reason = members.first(where: \.ended)?.stats.state {
-                fail(index, "\(members.filter(\.ended).count) of \(members.count) viewers stopped: \(reason)")
+            } else {
+                fail(index, "\(members.filter(\.ended).count) of \(members.count) viewers stopped: \(stopped.stats.state)")
             }
         }
-        for (_, viewer) in sessions where !janusGone.contains(viewer.api.url.description) { viewer.destroy() }
+        for (_, viewer) in sessions where janusGone[viewer.api.url.description] == nil { viewer.destroy() }
         let finished = MonotonicClock.now()
         let trace = captures.isEmpty ? nil : try HostTrace(paths: captures)
         var report = AudienceReport()
@@ -156,7 +170,7 @@ public final class Audience {
     private func fail(_ group: Int, _ reason: String) {
         guard groupErrors[group] == nil else { return }
         groupErrors[group] = reason
-        log("audience: \(groups[group].share) (mountpoint \(groups[group].mountpoint), \(groups[group].link)): \(reason)")
+        log("audience: \(groups[group].label): \(reason)")
     }
 
     private func report(group index: Int, trace: HostTrace?) -> AudienceReport.Group {
@@ -164,7 +178,7 @@ public final class Audience {
         let members = loop.subscribers.filter { $0.group == index }
         var result = AudienceReport.Group(share: group.share, janus: group.janus.description, mountpoint: group.mountpoint, link: group.link.description, viewers: group.viewers)
         result.error = groupErrors[index]
-        result.joined = members.filter { $0.stats.state != "joining" }.count
+        result.joined = members.filter { $0.stats.connectedMs != nil }.count
         result.watching = members.filter { $0.stats.state == "watching" }.count
         result.decoders = members.filter(\.stats.decodes).count
         var latency = LatencyHistogram()

@@ -22,6 +22,12 @@ public struct AudienceGroup: Sendable, Equatable {
         self.decodeEvery = decodeEvery
     }
 
+    /// How lines name the group: its share (and mountpoint) and its link.
+    public var label: String {
+        let name = share == "mountpoint \(mountpoint)" ? share : "\(share), mountpoint \(mountpoint)"
+        return "\(name) (\(viewers) viewer\(viewers == 1 ? "" : "s"), \(link) link)"
+    }
+
     /// Whether viewer `index` (from 0) of the group decodes.
     func decodes(_ index: Int) -> Bool { decodeEvery > 0 && index % decodeEvery == 0 }
 }

@@ -42,15 +42,17 @@ final class Subscriber {
     private var nextReport: UInt64 = 0
     private var lastPLI: UInt64 = 0
     private var keyframeWaitStarted: UInt64?
-    /// Gaps between decodable frames, for freezes (the last 30 that were not freezes).
-    private var gaps = [UInt64](repeating: 0, count: 30)
-    private var gapCount = 0
-    private var lastDecodable: UInt64?
+    private var freezes = FreezeDetector()
+    /// When the last media packet came, and the last datagram of any kind from Janus.
     private var lastPacket: UInt64 = 0
+    private var lastHeard: UInt64 = 0
     static let reportInterval: UInt64 = 1_000_000_000
     static let pliInterval: UInt64 = 500_000_000
-    /// Media must start within this long of the answer, and may pause at most this long.
-    static let silenceLimit: UInt64 = 10_000_000_000
+    /// Media must start within this long of the answer.
+    static let startLimit: UInt64 = 10_000_000_000
+    /// Janus sends a Sender Report every second once it has relayed media,
+    /// and its ICE checks: nothing at all for this long means it is gone.
+    static let silenceLimit: UInt64 = 5_000_000_000
 
     init(group: Int, socket: consuming Socket, localAddress: SocketAddress, offer: JanusOffer, context: DTLSContext,
          link: LinkConditions, decodes: Bool, watchedAt: UInt64, expectedFrames: Int) throws(SubscriberError) {
@@ -112,6 +114,7 @@ final class Subscriber {
     /// Demultiplexes one datagram (RFC 7983 by its first byte): STUN, DTLS, or SRTP and SRTCP.
     private func handle(_ datagram: UnsafeMutableRawBufferPointer, from source: SocketAddress, now: UInt64) {
         guard let first = datagram.first else { return }
+        if let peer, source.sameHost(as: peer), source.port == peer.port { lastHeard = now }
         switch first {
         case 0...3: handleSTUN(UnsafeRawBufferPointer(datagram), from: source, now: now)
         case 20...63:
@@ -171,6 +174,7 @@ final class Subscriber {
             do {
                 srtp = try SRTPSession(keys: dtls.keys!)
                 stats.state = "watching"
+                stats.connectedMs = Double(now - watchedAt) / 1e6
             } catch {
                 end("SRTP: \(error)")
             }
@@ -248,20 +252,7 @@ final class Subscriber {
             keyframeWaitStarted = nil
         }
         if let picture = frame.pictureID, frames.count < frames.capacity { frames.append((picture, now)) }
-        // WebRTC's freeze: a gap longer than max(3 × the mean gap, the mean + 150 ms), after 5 gaps.
-        if let last = lastDecodable {
-            let gap = now - last
-            let samples = min(gapCount, gaps.count)
-            let mean = samples == 0 ? 0 : gaps.prefix(samples).reduce(0, +) / UInt64(samples)
-            if samples >= 5, gap > max(3 * mean, mean + 150_000_000) {
-                stats.freezes += 1
-                stats.freezeMs += Double(gap) / 1e6
-            } else {
-                gaps[gapCount % gaps.count] = gap
-                gapCount += 1
-            }
-        }
-        lastDecodable = now
+        _ = freezes.frame(at: now)
         decoder?.decode(frame, now: now)
     }
 
@@ -354,10 +345,10 @@ final class Subscriber {
                 next = min(next, lastPLI + Self.pliInterval)
             }
         }
-        let heard = lastPacket == 0 ? watchedAt : lastPacket
-        if now &- heard > Self.silenceLimit {
-            end(lastPacket == 0 ? "no media from Janus within \(Self.silenceLimit / 1_000_000_000) s (\(dtlsStarted ? "DTLS \(dtls.state == .connected ? "connected" : "did not connect")" : "no ICE check from Janus"))"
-                : "Janus stopped sending for \(Self.silenceLimit / 1_000_000_000) s")
+        if lastPacket == 0, now &- watchedAt > Self.startLimit {
+            end("no media from Janus within \(Self.startLimit / 1_000_000_000) s (\(dtlsStarted ? "DTLS \(dtls.state == .connected ? "connected" : "did not connect")" : "no ICE check from Janus"))")
+        } else if lastPacket != 0, now &- lastHeard > Self.silenceLimit {
+            end("nothing from Janus for \(Self.silenceLimit / 1_000_000_000) s (no media, no Sender Report)")
         }
         if let due = inbound?.nextDue { next = min(next, due) }
         if let due = outbound?.nextDue { next = min(next, due) }
@@ -375,6 +366,8 @@ final class Subscriber {
         stats.framesSkipped = counts.framesSkipped
         stats.framesHeld = counts.framesHeld
         stats.keyframeWaits = counts.keyframeWaits
+        stats.freezes = freezes.freezes
+        stats.freezeMs = Double(freezes.frozen) / 1e6
         stats.duplicates = counts.duplicates
         stats.packetsExpected = missing.expected
         stats.packetsReceived = missing.counts.received

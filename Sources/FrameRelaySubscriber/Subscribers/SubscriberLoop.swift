@@ -19,6 +19,8 @@ final class SubscriberLoop: @unchecked Sendable {
     private let stopping = Atomic<Bool>(false)
     private let running = Locked(false)
     private let buffer: UnsafeMutableRawBufferPointer
+    /// Viewers that have stopped (Janus hung up, went silent), counted by the loop's thread.
+    let ended = Atomic<Int>(0)
     /// Why the loop stopped on its own (epoll failed), if it did.
     let failure = Locked<String?>(nil)
     private static let wakeTag = UInt64.max
@@ -50,8 +52,12 @@ final class SubscriberLoop: @unchecked Sendable {
         }
     }
 
+    /// Subscribers handed over so far (the joining thread's count).
+    private(set) var count = 0
+
     /// Hands a joined subscriber to the loop.
     func add(_ subscriber: Subscriber) {
+        count += 1
         incoming.withLock { $0.append(subscriber) }
         wake.signal()
     }
@@ -85,7 +91,9 @@ final class SubscriberLoop: @unchecked Sendable {
             }
             let after = MonotonicClock.now()
             for index in subscribers.indices where due[index] <= after {
+                let wasEnded = subscribers[index].ended
                 due[index] = subscribers[index].tick(now: after)
+                if !wasEnded, subscribers[index].ended { ended.wrappingAdd(1, ordering: .relaxed) }
             }
         }
     }
@@ -108,6 +116,8 @@ final class SubscriberLoop: @unchecked Sendable {
             guard let count = try? subscriber.socket.receive(into: buffer, from: &source) else { break }
             subscriber.arrived(UnsafeMutableRawBufferPointer(rebasing: buffer[..<count]), from: source, now: MonotonicClock.now())
         }
+        let wasEnded = subscriber.ended
         due[index] = subscriber.tick(now: MonotonicClock.now())
+        if !wasEnded, subscriber.ended { ended.wrappingAdd(1, ordering: .relaxed) }
     }
 }

@@ -5,7 +5,8 @@ public struct SubscriberStats: Codable, Sendable, Equatable {
     public var state = "joining"
     /// It decoded every frame with libvpx (the sampled decoders).
     public var decodes = false
-    /// From asking Janus to watch to the first media packet, and to the first decodable frame.
+    /// From asking Janus to watch to DTLS and SRTP being up, to the first media packet, and to the first decodable frame.
+    public var connectedMs: Double?
     public var firstPacketMs: Double?
     public var firstFrameMs: Double?
     public var packetsExpected: UInt64 = 0

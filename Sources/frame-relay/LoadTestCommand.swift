@@ -1,6 +1,7 @@
 @preconcurrency import Glibc
 import Foundation
 import FrameRelay
+import FrameRelaySubscriber
 import FrameRelaySystem
 
 /// `frame-relay load-test`: N broadcast-sim producers into one host, each
@@ -36,12 +37,21 @@ struct LoadTest: ParsableCommand {
     @Option("report", "PATH", help: "JSON report.") var report = "load-test.json"
     @Option("html", "PATH", help: "HTML report with SVG charts.") var html = "load-test.html"
     @Option("janus", "URL", help: "Stream every share into this Janus (shares dealt across several) and watch it over WebRTC.") var janus: [String] = []
-    @Option("viewers", "M", in: 1...64, help: "With --janus, WebRTC viewers (scripts/webrtc-viewer) on each share.") var viewers = 1
-    @Option("viewer", "PATH", help: "The WebRTC viewer script (default: scripts/webrtc-viewer of this checkout).") var viewer: String?
+    @Option("viewers", "M", in: 1...10_000, help: "With --janus, WebRTC viewers on each share, or the bound of --ramp-viewers.") var viewers = 1
+    @Flag("ramp-viewers", help: "Find the largest number of viewers per share that holds the objective at --sessions shares (1, 2, 4, … then bisect).") var rampViewers
+    @Option("viewer-kind", "KIND", help: "native (frame-relay subscribe: frames counted without decoding, one viewer in --decode-every decoding) or aiortc (a Python process per viewer, decoding every frame).") var viewerKind = ViewerKind.native
+    @Option("viewer-link", "SPEC", help: "The viewers' link, loss=2%,delay=40ms,jitter=10ms,rate=3mbit (any part; repeatable: each share's viewers dealt across the links).",
+            default: "perfect", transform: { try LinkConditions(parsing: $0) }) var viewerLinks: [LinkConditions] = [LinkConditions()]
+    @Option("decode-every", "K", in: 1...10_000, help: "One native viewer in K (the first of each link group among them) decodes and checks the pictures.") var decodeEvery = 20
+    @Option("max-viewer-loss-percent", "PCT", in: 0...100, help: "Objective: every viewer group loses less than this, after NACK.") var maxViewerLossPercent = 1.0
+    @Option("max-viewer-p99-ms", "MS", in: 0.1...100_000, help: "Objective: capture → viewer p99 below this on every viewer group.") var maxViewerP99Milliseconds = 150.0
+    @Option("viewer", "PATH", help: "The aiortc viewer script (default: scripts/webrtc-viewer of this checkout).") var viewer: String?
 
     func checkGiven() throws {
-        if $retries.isGiven, !$ramp.isGiven { throw UsageError("--retries needs --ramp") }
-        if !$janus.isGiven, let given = ([$viewers, $viewer] as [any OptionPresence]).first(where: \.isGiven) { throw UsageError("--\(given.name) needs --janus URL") }
+        if $retries.isGiven, !$ramp.isGiven, !$rampViewers.isGiven { throw UsageError("--retries needs --ramp or --ramp-viewers") }
+        let viewing: [any OptionPresence] = [$viewers, $rampViewers, $viewerKind, $viewerLinks, $decodeEvery, $maxViewerLossPercent, $maxViewerP99Milliseconds, $viewer]
+        if !$janus.isGiven, let given = viewing.first(where: \.isGiven) { throw UsageError("--\(given.name) needs --janus URL") }
+        if $ramp.isGiven, $rampViewers.isGiven { throw UsageError("--ramp and --ramp-viewers ramp different things: give one") }
     }
 
     func validate() throws {
@@ -50,55 +60,79 @@ struct LoadTest: ParsableCommand {
         }
         try checkOutputs([("report", [report]), ("html", [html])])
         for url in janus { _ = try janusURL(url) }
+        if viewerKind == .aiortc, $viewerLinks.isGiven || $decodeEvery.isGiven {
+            throw UsageError("--viewer-link and --decode-every are for native viewers; aiortc viewers decode every frame on a perfect link")
+        }
+        if viewerKind == .native, viewer != nil { throw UsageError("--viewer is the aiortc script: give --viewer-kind aiortc") }
+        if viewerKind == .native, viewers < viewerLinks.count, !rampViewers {
+            throw UsageError("--viewers \(viewers) cannot be dealt across \(viewerLinks.count) --viewer-link groups: give each group a viewer")
+        }
     }
 
     func run() throws -> Int32 {
         let simulator = try siblingExecutable("broadcast-sim")
-        let viewerScript = janus.isEmpty ? nil : try LoadTestViewers.findScript(viewer)
-        let objective = LoadTestReport.Objective(maxDropPercent: maxDropPercent, maxP99Milliseconds: maxP99Milliseconds, warmUpSeconds: warmUp)
+        let viewerScript = janus.isEmpty || viewerKind == .native ? nil : try AiortcViewers.findScript(viewer)
+        let objective = LoadTestReport.Objective(maxDropPercent: maxDropPercent, maxP99Milliseconds: maxP99Milliseconds, warmUpSeconds: warmUp,
+                                                 maxViewerLossPercent: maxViewerLossPercent, maxViewerP99Milliseconds: maxViewerP99Milliseconds)
         let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         var results = LoadTestReport(size: "\(size.width)x\(size.height)", framesPerSecond: fps, format: "\(format)", cores: cores, hosts: hosts, objective: objective)
 
-        func step(_ count: Int) throws -> LoadTestReport.Step {
-            log("load-test: \(count) shares for \(fixed(duration, 0)) s…")
-            let watch = viewerScript.map { (janus: janus, viewers: viewers, script: $0) }
+        /// One step: `count` shares, each watched by `watchers` viewers when there is a Janus.
+        func step(_ count: Int, watchers: Int) throws -> LoadTestReport.Step {
+            let audience = janus.isEmpty ? nil : LoadTestAudience(janus: janus, viewers: watchers, kind: viewerKind, links: Array(viewerLinks.prefix(watchers)),
+                                                                 decodeEvery: decodeEvery, script: viewerScript)
+            let what = "\(count) shares" + (audience.map { " × \($0.viewers) \($0.kind) viewers" } ?? "")
+            log("load-test: \(what) for \(fixed(duration, 0)) s…")
             let result = try runStep(count, simulator: simulator, hosts: min(hosts, count), size: size, fps: fps, format: format, content: content, bitrate: bitrate,
-                                     encodeEveryFrame: encodeEveryFrame, duration: duration, report: results, watch: watch)
-            log("load-test: \(count) shares \(result.passed ? "held" : "did not hold"): drops \(fixed(result.dropPercent, 2)) %, p99 \(fixed(result.p99Milliseconds, 1)) ms, "
+                                     encodeEveryFrame: encodeEveryFrame, duration: duration, report: results, watch: audience)
+            log("load-test: \(what) \(result.passed ? "held" : "did not hold"): drops \(fixed(result.dropPercent, 2)) %, p99 \(fixed(result.p99Milliseconds, 1)) ms, "
                 + "\(fixed(result.fps, 1)) fps in total, host CPU \(fixed(result.hostCPUPercent, 0)) %, producers' CPU \(fixed(result.producerCPUPercent, 0)) %"
                 + (result.steadyP99Milliseconds.map { "; after the \(fixed(warmUp, 1)) s warm-up: drops \(fixed(result.steadyDropPercent ?? 0, 2)) %, p99 \(fixed($0, 1)) ms" } ?? ""))
+            if let viewers = result.viewersCPUPercent {
+                log("load-test:   while the viewers watched: Janus \(result.janusCPUPercent.map { "\(fixed($0, 0)) %" } ?? "not on this machine"), "
+                    + "viewers \(fixed(viewers, 0)) % of a core; bounded by \(result.bound ?? "?")")
+            }
+            for share in result.shares { for group in share.viewers?.groups ?? [] { log("load-test:   " + Self.viewerLine(share.appGroup, group)) } }
             for failure in result.failures { log("load-test:   \(failure)") }
             return result
         }
 
-        /// Whether `count` shares hold: a step that fails is run again, up to
+        /// Whether the step holds: a step that fails is run again, up to
         /// `retries` times, and holds if any run held (every run is in the report).
-        func holds(_ count: Int) throws -> Bool {
+        func holds(_ count: Int, watchers: Int) throws -> Bool {
             for attempt in 0...retries {
-                if attempt > 0 { log("load-test: \(count) shares again (try \(attempt + 1) of \(retries + 1))…") }
-                let result = try step(count)
+                if attempt > 0 { log("load-test: again (try \(attempt + 1) of \(retries + 1))…") }
+                let result = try step(count, watchers: watchers)
                 results.steps.append(result)
                 if result.passed || stopSignals.load(ordering: .relaxed) > 0 { return result.passed }
             }
             return false
         }
 
-        if ramp {
+        /// The largest n in 1...bound for which `holds(n)`: 1, 2, 4, … then bisection.
+        func largest(upTo bound: Int, _ holds: (Int) throws -> Bool) throws -> Int {
             var passed = 0, failed: Int?
             var n = 1
-            while n <= sessions {
+            while n <= bound {
                 let held = try holds(n)
                 if stopSignals.load(ordering: .relaxed) > 0 { break }
                 if held { passed = n } else { failed = n; break }
-                n = n == sessions ? sessions + 1 : min(n * 2, sessions)
+                n = n == bound ? bound + 1 : min(n * 2, bound)
             }
             while let fail = failed, fail - passed > 1, stopSignals.load(ordering: .relaxed) == 0 {
                 let middle = (passed + fail) / 2
                 if try holds(middle) { passed = middle } else { failed = middle }
             }
-            results.maxSessionsHeld = passed
+            return passed
+        }
+
+        if ramp {
+            results.maxSessionsHeld = try largest(upTo: sessions) { try holds($0, watchers: viewers) }
+        } else if rampViewers {
+            results.maxViewersHeld = try largest(upTo: viewers) { try holds(sessions, watchers: $0) }
+            results.maxSessionsHeld = results.maxViewersHeld! > 0 ? sessions : 0
         } else {
-            let result = try step(sessions)
+            let result = try step(sessions, watchers: viewers)
             results.steps.append(result)
             results.maxSessionsHeld = result.passed ? sessions : 0
         }
@@ -106,8 +140,20 @@ struct LoadTest: ParsableCommand {
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         try OutputFile.write(String(decoding: try encoder.encode(results), as: UTF8.self), to: report)
         try OutputFile.write(LoadTestHTML.render(results), to: html)
-        log("load-test: largest number of shares that held the objective: \(results.maxSessionsHeld); report \(report), \(html)")
+        if let held = results.maxViewersHeld {
+            log("load-test: largest number of viewers per share that held the objective at \(sessions) shares: \(held)\(held == viewers ? " (the bound, --viewers: the limit is higher)" : ""); report \(report), \(html)")
+        } else {
+            log("load-test: largest number of shares that held the objective: \(results.maxSessionsHeld); report \(report), \(html)")
+        }
         return 0
+    }
+
+    /// One line for a share's group of viewers: how many watched, loss, repairs, waits, freezes, latency.
+    static func viewerLine(_ share: String, _ group: LoadTestReport.ViewerGroup) -> String {
+        "\(share) [\(group.link)]: \(group.watching) of \(group.viewers) watching, lost \(fixed(group.lossPercent, 2)) %, \(group.recoveredPackets) packets recovered by NACK, "
+            + "\(group.plisSent) PLIs, \(group.keyframeWaits) keyframe waits, \(fixed(group.freezesPerMinute, 1)) freezes/min"
+            + (group.p99Ms.map { ", capture→viewer p50 \(fixed(group.p50Ms ?? 0, 1)) ms p99 \(fixed($0, 1)) ms" } ?? "")
+            + (group.picturesChecked > 0 ? ", \(group.picturesChecked) pictures checked (\(group.picturesWrong) wrong)" : "")
     }
 }
 

@@ -12,10 +12,10 @@ import FrameRelayHTTP
 /// second (true ends the step at once); returns the final ones.
 func hostShares(
     _ groups: [AppGroup], size: (width: Int, height: Int), encoding: SharePipeline.Options, hosts: Int, duration: Double,
-    janus: [String] = [], work: URL, onReady: () throws -> Void, onTick: ([ShareStats]) -> Bool
+    janus: [String] = [], traces: [URL] = [], work: URL, onReady: () throws -> Void, onTick: ([ShareStats]) -> Bool
 ) throws -> (finals: [ShareStats], traces: [URL]) {
-    // With Janus, each host traces every frame, for glass to glass at the viewers.
-    func trace(_ host: Int) -> URL? { janus.isEmpty ? nil : work.appendingPathComponent("trace-\(host).jsonl") }
+    // Each host's per-frame trace, where there are traces (one per host).
+    func trace(_ host: Int) -> URL? { host < traces.count ? traces[host] : nil }
     if hosts == 1 {
         var finals: [ShareStats] = []
         var settings = Host.Configuration(groups: groups)

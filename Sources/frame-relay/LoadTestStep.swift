@@ -1,6 +1,7 @@
 @preconcurrency import Glibc
 import Foundation
 import FrameRelay
+import FrameRelaySubscriber
 import FrameRelaySystem
 
 // One step of a load test: its producers, its hosts, and what it measured.
@@ -15,16 +16,47 @@ func processCPUSeconds(_ pid: Int32) -> Double {
     return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
 
+/// Who watches a step through Janus, and how.
+struct LoadTestAudience {
+    var janus: [String]
+    /// Viewers per share.
+    var viewers: Int
+    var kind: ViewerKind
+    /// Native viewers: the link groups they are dealt across, and one in how many decodes.
+    var links: [LinkConditions]
+    var decodeEvery: Int
+    /// aiortc viewers: the script.
+    var script: String?
+}
+
+/// The processes named `janus` on this machine (a Janus on another machine has none here).
+func janusProcesses() -> [Int32] {
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+    return entries.compactMap(Int32.init).filter { pid in
+        (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) == "janus"
+    }
+}
+
 func runStep(
     _ count: Int, simulator: URL, hosts: Int, size: (width: Int, height: Int), fps: Int, format: PixelFormat, content: String = "pattern", bitrate: Int,
-    encodeEveryFrame: Bool = false, duration: Double, report: LoadTestReport,
-    watch: (janus: [String], viewers: Int, script: String)? = nil
+    encodeEveryFrame: Bool = false, duration: Double, report: LoadTestReport, watch: LoadTestAudience? = nil
 ) throws -> LoadTestReport.Step {
     let work = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("frame-relay-step-\(getpid())-\(count)-\(UInt32.random(in: 0...UInt32.max))")
     try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: work) }
-    let viewers = watch.map { LoadTestViewers(count: $0.viewers, script: $0.script, work: work) }
+    // With Janus, each host traces every frame, for latency at the viewers.
+    let hostTraces = watch == nil ? [] : (0..<hosts).map { work.appendingPathComponent("trace-\($0).jsonl") }
+    let viewers: (any LoadTestWatchers)? = watch.map { watch in
+        switch watch.kind {
+        case .native: NativeViewers(count: watch.viewers, links: watch.links, decodeEvery: watch.decodeEvery, fps: fps, traces: hostTraces, work: work)
+        case .aiortc: AiortcViewers(count: watch.viewers, script: watch.script!, work: work)
+        }
+    }
     defer { viewers?.terminateAll() }  // before the folder they write into goes
+    // Janus's and the viewers' CPU from when the viewers start to the step's end.
+    let janus = watch == nil ? [] : janusProcesses()
+    var watchingFrom: (time: UInt64, janus: Double, viewers: Double)?
+    var watchingLast: (time: UInt64, janus: Double, viewers: Double)?
     let groups = try (0..<count).map { try AppGroup("group.com.example.loadtest.s\($0)") }
     var encoding = SharePipeline.Options()
     encoding.settings.bitrateKbps = bitrate
@@ -67,7 +99,7 @@ func runStep(
     // ring, it crashed) ends the step at once: the step measures nothing.
     var producerStopped: (index: Int, status: Int32)?
     let traces: [URL]
-    (finals, traces) = try hostShares(groups, size: size, encoding: encoding, hosts: hosts, duration: duration, janus: watch?.janus ?? [], work: work, onReady: startProducers, onTick: { snapshots in
+    (finals, traces) = try hostShares(groups, size: size, encoding: encoding, hosts: hosts, duration: duration, janus: watch?.janus ?? [], traces: hostTraces, work: work, onReady: startProducers, onTick: { snapshots in
         let now = MonotonicClock.now()
         let elapsed = Double(now - start) / 1e9
         let starts = launcher.startTimes
@@ -79,6 +111,11 @@ func runStep(
         // Viewers join a second after the last producer started, once every mountpoint is open, and watch to the step's end.
         if let viewers, !starts.contains(0), now >= starts.max()! + 1_000_000_000, viewerError == nil {
             do { try viewers.startIfReady(snapshots, seconds: duration - elapsed - 0.5) } catch { viewerError = error }
+            // Read while they run: a child that has exited and been reaped has no /proc entry.
+            if !viewers.pids.isEmpty {
+                let reading = (now, janus.map(processCPUSeconds).reduce(0, +), viewers.pids.map(processCPUSeconds).reduce(0, +))
+                if watchingFrom == nil { watchingFrom = reading } else if reading.2 > 0 { watchingLast = reading }
+            }
         }
         if elapsed >= nextSample {
             nextSample += 1
@@ -98,7 +135,12 @@ func runStep(
     let seconds = Double(end - start) / 1e9
     let started = try launcher.waitUntilLaunched()
     if let viewerError { throw UsageError("load-test: cannot start the WebRTC viewers: \(viewerError)") }
-    let watched = viewers?.results(names: groups.map(\.name), traces: traces) ?? groups.map { _ in nil }
+    // CPU while the viewers watched, from their first reading to their last.
+    let watchingCPU = watchingFrom.flatMap { from in watchingLast.map { last -> (janus: Double?, viewers: Double) in
+        let seconds = max(1e-3, Double(last.time - from.time) / 1e9)
+        return (janus.isEmpty ? nil : (last.janus - from.janus) / seconds * 100, (last.viewers - from.viewers) / seconds * 100)
+    } }
+    let watched = viewers?.results(names: groups.map(\.name), traces: traces, grace: 15) ?? groups.map { _ in nil }
     let shares = finals.indices.map { index -> LoadTestReport.Share in
         let share = finals[index], cpu = producerCPU[index], startedAt = started[index]
         let seconds = max(1e6, Double(end) - Double(startedAt)) / 1e9  // this share's own time
@@ -121,7 +163,28 @@ func runStep(
         p50Milliseconds: shares.map(\.p50Milliseconds).max() ?? 0, p99Milliseconds: shares.map(\.p99Milliseconds).max() ?? 0,
         hostCPUPercent: shares.map(\.hostCPUPercent).reduce(0, +), timeline: timeline)
     step.failures = report.failures(shares)
+    if let watch {
+        step.viewersPerShare = watch.viewers
+        step.janusCPUPercent = watchingCPU?.janus
+        step.viewersCPUPercent = watchingCPU?.viewers
+        step.bound = bound(step, cores: report.cores, kind: watch.kind)
+    }
     return step
+}
+
+/// Which process bounded a step: the native viewers' one event-loop thread
+/// when it is near a whole core, else the machine's cores when they are
+/// near full (naming the largest user), else none.
+private func bound(_ step: LoadTestReport.Step, cores: Int, kind: ViewerKind) -> String {
+    let janus = step.janusCPUPercent ?? 0, viewers = step.viewersCPUPercent ?? 0
+    let users = [("the host", step.hostCPUPercent), ("Janus", janus), ("the viewers", viewers), ("the producers", step.producerCPUPercent)]
+    let total = users.map(\.1).reduce(0, +)
+    let largest = users.max { $0.1 < $1.1 }!
+    if kind == .native, viewers >= 90 { return "the viewers: their one event-loop thread at \(fixed(viewers, 0)) % of a core" }
+    if total >= 0.9 * Double(cores * 100) {
+        return "the machine's \(cores) cores (\(fixed(total, 0)) % in use), most by \(largest.0) (\(fixed(largest.1, 0)) %)"
+    }
+    return "none: \(fixed(total, 0)) % of \(cores * 100) % in use"
 }
 
 /// What a share did after `baseline`, the statistics it had at the end of

@@ -11,12 +11,12 @@ struct Subscribe: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "frame-relay subscribe", abstract: "WebRTC viewers of a Janus mountpoint that count frames without decoding them")
 
-    @Option("janus", "URL", help: "Janus's HTTP API, such as http://10.200.0.1:8088/janus.") var janus: String?
-    @Option("app-group", "NAME", help: "Watch this App Group's mountpoint (a host streaming into Janus names it so).",
-            transform: { try AppGroup($0) }) var appGroup: AppGroup?
-    @Option("mountpoint", "ID", in: 1...UInt64.max, help: "Watch this mountpoint id instead.") var mountpoint: UInt64?
-    @Option("viewers", "N", in: 1...10_000, help: "Viewers in each group (one group per --link).") var viewers = 1
-    @Option("link", "SPEC", help: "A group's link: loss=2%,delay=40ms,jitter=10ms,rate=3mbit (any part; repeatable: one group each).",
+    @Option("janus", "URL", help: "Janus's HTTP API, such as http://10.200.0.1:8088/janus (repeatable: mountpoints dealt across them in order).") var janus: [String] = []
+    @Option("app-group", "NAME", help: "Watch this App Group's mountpoint, as a host streaming into Janus names it (repeatable).",
+            transform: { try AppGroup($0) }) var appGroups: [AppGroup] = []
+    @Option("mountpoint", "ID", help: "Watch this mountpoint id (repeatable).") var mountpoints: [UInt64] = []
+    @Option("viewers", "N", in: 1...10_000, help: "Viewers of each mountpoint, dealt across the --link groups.") var viewers = 1
+    @Option("link", "SPEC", help: "A group's link: loss=2%,delay=40ms,jitter=10ms,rate=3mbit (any part; repeatable: a group each).",
             default: "perfect", transform: { try LinkConditions(parsing: $0) }) var links: [LinkConditions] = [LinkConditions()]
     @Option("decode-every", "K", in: 0...10_000, help: "One viewer in K of each group decodes with libvpx and checks each picture's stamp (0: none).") var decodeEvery = 0
     @Option("duration", "SECONDS", in: 1...86_400, help: "Watch for this long.") var duration = 10.0
@@ -26,20 +26,30 @@ struct Subscribe: ParsableCommand {
 
     func checkGiven() throws {
         if !$janus.isGiven { throw UsageError("--janus URL is needed: the Janus whose mountpoint to watch") }
-        if $appGroup.isGiven == $mountpoint.isGiven { throw UsageError("give --app-group NAME or --mountpoint ID (one of them)") }
+        if !$appGroups.isGiven && !$mountpoints.isGiven { throw UsageError("give --app-group NAME or --mountpoint ID: what to watch") }
     }
 
     func validate() throws {
         try checkOutputs([("report", report.map { [$0] } ?? [])])
-        _ = try janusURL(janus!)
+        for url in janus { _ = try janusURL(url) }
+        if viewers < links.count { throw UsageError("--viewers \(viewers) cannot be dealt across \(links.count) --link groups: give at least one viewer a group") }
         for path in captures where !FileManager.default.isReadableFile(atPath: path) { throw UsageError("cannot read --captures \(path)") }
     }
 
+    /// Every mountpoint, on its Janus (dealt in order), as many groups as links, the viewers dealt across them.
+    func groups() throws -> [AudienceGroup] {
+        let urls = try janus.map(janusURL)
+        let targets = appGroups.map { (JanusMountpoint.id(for: $0), $0.name) } + mountpoints.map { ($0, "mountpoint \($0)") }
+        return targets.enumerated().flatMap { index, target in
+            links.enumerated().map { number, link in
+                let count = viewers / links.count + (number < viewers % links.count ? 1 : 0)
+                return AudienceGroup(janus: urls[index % urls.count], mountpoint: target.0, share: target.1, viewers: count, link: link, decodeEvery: decodeEvery)
+            }
+        }
+    }
+
     func run() throws -> Int32 {
-        let url = try janusURL(janus!)
-        let id = appGroup.map(JanusMountpoint.id(for:)) ?? mountpoint!
-        let share = appGroup?.name ?? "mountpoint \(id)"
-        let groups = links.map { AudienceGroup(janus: url, mountpoint: id, share: share, viewers: viewers, link: $0, decodeEvery: decodeEvery) }
+        let groups = try groups()
         let audience = try Audience(groups: groups, log: log)
         let result = try audience.run(seconds: duration, expectedFrameRate: fps, captures: captures) { stopSignals.load(ordering: .relaxed) > 0 }
         // A group that failed has said so in its one line.

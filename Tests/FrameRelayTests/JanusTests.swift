@@ -222,13 +222,14 @@ import FrameRelayHTTP
     }
 
     /// A load test through Janus: 2 shares × 2 WebRTC viewers, in one host
-    /// and in two, each reporting what its viewers got.
-    @Test(arguments: [1, 2])
-    func loadTestThroughJanusReportsWhatViewersGot(hosts: Int) throws {
+    /// and in two, native viewers (frames counted) and aiortc's (decoded),
+    /// each reporting what its viewers got.
+    @Test(arguments: [(1, "native"), (2, "native"), (1, "aiortc")])
+    func loadTestThroughJanusReportsWhatViewersGot(hosts: Int, kind: String) throws {
         let run = inNamespace("""
             $FR janus --address 10.200.0.1 --port 18188 > $D/janus.log 2>&1 & J=$!
             \(waitFor("Ctrl-C", in: "$D/janus.log"))
-            $FR load-test --sessions 2 --hosts \(hosts) --janus http://10.200.0.1:18188/janus --viewers 2 --size 320x240 --fps 15 --duration 10 \
+            $FR load-test --sessions 2 --hosts \(hosts) --janus http://10.200.0.1:18188/janus --viewers 2 --viewer-kind \(kind) --size 320x240 --fps 15 --duration 10 \
               --report $D/load.json --html $D/load.html
             echo "load-test exit $?"
             kill -INT $J; wait
@@ -236,14 +237,37 @@ import FrameRelayHTTP
         #expect(run.output.contains("load-test exit 0"), "\(run.output.suffix(1500))")
         let report = try JSONDecoder().decode(LoadTestReport.self, from: Data(contentsOf: URL(fileURLWithPath: run.directory + "/load.json")))
         let step = try #require(report.steps.first)
-        #expect(step.shares.count == 2)
+        #expect(step.shares.count == 2 && step.viewersPerShare == 2)
+        #expect(step.viewersCPUPercent != nil && step.janusCPUPercent != nil && step.bound != nil, "\(step)")
         for share in step.shares {
             let viewers = try #require(share.viewers, "\(share.appGroup) has no viewer figures")
-            #expect(viewers.count == 2 && viewers.framesDecoded.allSatisfy { $0 >= 60 }, "\(share.appGroup): \(viewers)")
+            #expect(viewers.kind == kind && viewers.count == 2 && viewers.framesDecoded.allSatisfy { $0 >= 60 }, "\(share.appGroup): \(viewers)")
             #expect(viewers.glassToGlassP50Milliseconds > 0 && viewers.glassToGlassP99Milliseconds < 1000, "\(viewers)")
-            print("janus load test, \(hosts) host(s): \(share.appGroup) viewers decoded \(viewers.framesDecoded), lost \(viewers.lostPercent) %, first picture \(Int(viewers.firstPictureMilliseconds)) ms, glass to glass p50 \(Int(viewers.glassToGlassP50Milliseconds)) ms p99 \(Int(viewers.glassToGlassP99Milliseconds)) ms")
+            #expect(viewers.groups.count == 1 && viewers.groups[0].watching == 2, "\(viewers.groups)")
+            print("janus load test, \(hosts) host(s), \(kind) viewers: \(share.appGroup) got \(viewers.framesDecoded), lost \(viewers.lostPercent) %, first picture \(Int(viewers.firstPictureMilliseconds)) ms, capture→viewer p50 \(Int(viewers.glassToGlassP50Milliseconds)) ms p99 \(Int(viewers.glassToGlassP99Milliseconds)) ms")
         }
         let html = try String(contentsOfFile: run.directory + "/load.html", encoding: .utf8)
-        #expect(html.contains("WebRTC viewers through Janus"))
+        #expect(html.contains("WebRTC viewers through Janus") && html.contains("CPU while the viewers watched"))
+    }
+
+    /// `--ramp-viewers` at one share: 1, 2 and 4 viewers on two links, each
+    /// step reporting each link group, and the largest number that held.
+    @Test func aViewerRampFindsTheMostViewersThatHold() throws {
+        let run = inNamespace("""
+            $FR janus --address 10.200.0.1 --port 18188 > $D/janus.log 2>&1 & J=$!
+            \(waitFor("Ctrl-C", in: "$D/janus.log"))
+            $FR load-test --sessions 1 --ramp-viewers --viewers 4 --janus http://10.200.0.1:18188/janus --viewer-link perfect --viewer-link delay=10ms \
+              --size 320x240 --fps 15 --duration 7 --report $D/load.json --html $D/load.html
+            echo "load-test exit $?"
+            kill -INT $J; wait
+            """, timeout: 150)
+        #expect(run.output.contains("load-test exit 0"), "\(run.output.suffix(1500))")
+        #expect(run.output.contains("largest number of viewers per share that held the objective at 1 shares: 4 (the bound, --viewers: the limit is higher)"), "\(run.output.suffix(1500))")
+        let report = try JSONDecoder().decode(LoadTestReport.self, from: Data(contentsOf: URL(fileURLWithPath: run.directory + "/load.json")))
+        #expect(report.maxViewersHeld == 4 && report.steps.map(\.viewersPerShare) == [1, 2, 4], "\(report.steps.map(\.viewersPerShare))")
+        let last = try #require(report.steps.last?.shares.first?.viewers)
+        #expect(last.groups.map(\.link) == ["perfect", "delay=10ms"] && last.groups.map(\.viewers) == [2, 2], "\(last.groups)")
+        let html = try String(contentsOfFile: run.directory + "/load.html", encoding: .utf8)
+        #expect(html.contains("against viewers per share") && html.contains("delay=10ms"))
     }
 }

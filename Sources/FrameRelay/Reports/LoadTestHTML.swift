@@ -10,16 +10,17 @@ public enum LoadTestHTML {
         var body = """
         <h1>FrameRelay load test</h1>
         <p>\(report.size) \(report.format) at \(report.framesPerSecond) frames/s per share on \(report.cores) cores, \(report.hosts == 1 ? "one host process" : "shares dealt to \(report.hosts) host processes").
-        Objective: drops &lt; \(fixed(report.objective.maxDropPercent, 1)) % and capture→encoded p99 &lt; \(fixed(report.objective.maxP99Milliseconds, 0)) ms on every share.
-        <b>Largest number of shares that held it: \(report.maxSessionsHeld).</b></p>
+        Objective: drops &lt; \(fixed(report.objective.maxDropPercent, 1)) % and capture→encoded p99 &lt; \(fixed(report.objective.maxP99Milliseconds, 0)) ms on every share\(
+            report.steps.contains { $0.viewersPerShare != nil } ? "; every group of WebRTC viewers loses &lt; \(fixed(report.objective.maxViewerLossPercent, 1)) % after NACK, capture→viewer p99 &lt; \(fixed(report.objective.maxViewerP99Milliseconds, 0)) ms" : "").
+        <b>\(report.maxViewersHeld.map { "Largest number of viewers per share that held it: \($0)." } ?? "Largest number of shares that held it: \(report.maxSessionsHeld).")</b></p>
         """
         body += table(report.steps)
         if report.steps.count > 1 { body += "<h2>Ramp</h2>" + rampChart(report) }
-        let held = report.steps.filter(\.passed).max { $0.sessions < $1.sessions }
-        let failed = report.steps.filter { !$0.passed }.min { $0.sessions < $1.sessions }
+        let held = report.steps.filter(\.passed).max { size($0) < size($1) }
+        let failed = report.steps.filter { !$0.passed }.min { size($0) < size($1) }
         for step in [held, failed].compactMap({ $0 }) {
             let seconds = step.timeline.map(\.seconds)
-            body += "<h2>\(step.sessions) shares — \(step.passed ? "held" : "did not hold")</h2>"
+            body += "<h2>\(name(step)) — \(step.passed ? "held" : "did not hold")</h2>"
             body += "<h3>Capture→encoded p99 over time, each second</h3>"
                 + lineChart(seconds, step.timeline.map(\.p99Milliseconds), shares: step.sessions, yUnit: "ms", limit: report.objective.maxP99Milliseconds)
             body += "<h3>Frames per second over time</h3>" + lineChart(seconds, step.timeline.map { $0.fps.map(Optional.some) }, shares: step.sessions, yUnit: "frames/s")
@@ -34,22 +35,45 @@ public enum LoadTestHTML {
         """
     }
 
+    /// How big a step is: its shares, then its viewers per share.
+    private static func size(_ step: LoadTestReport.Step) -> (Int, Int) { (step.sessions, step.viewersPerShare ?? 0) }
+
+    private static func name(_ step: LoadTestReport.Step) -> String {
+        "\(step.sessions) shares" + (step.viewersPerShare.map { " × \($0) viewers" } ?? "")
+    }
+
     private static func table(_ steps: [LoadTestReport.Step]) -> String {
-        var rows = "<table><tr><th>shares</th><th>result</th><th>frames in</th><th>frames out</th><th>drops %</th><th>fps (total)</th><th>p50 ms</th><th>p99 ms (worst share)</th><th>after warm-up: drops %, p99 ms</th><th>host CPU %</th><th>producers' CPU %</th><th>why it failed</th></tr>"
-        for s in steps.sorted(by: { $0.sessions < $1.sessions }) {
-            rows += "<tr><td>\(s.sessions)</td><td class=\"\(s.passed ? "pass" : "fail")\">\(s.passed ? "held" : "failed")</td><td>\(s.framesIn)</td><td>\(s.framesOut)</td>"
+        var rows = "<table><tr><th>shares</th><th>viewers each</th><th>result</th><th>frames in</th><th>frames out</th><th>drops %</th><th>fps (total)</th><th>p50 ms</th><th>p99 ms (worst share)</th><th>after warm-up: drops %, p99 ms</th><th>host CPU %</th><th>producers' CPU %</th><th>why it failed</th></tr>"
+        for s in steps.sorted(by: { size($0) < size($1) }) {
+            rows += "<tr><td>\(s.sessions)</td><td>\(s.viewersPerShare.map(String.init) ?? "-")</td><td class=\"\(s.passed ? "pass" : "fail")\">\(s.passed ? "held" : "failed")</td><td>\(s.framesIn)</td><td>\(s.framesOut)</td>"
                 + "<td>\(fixed(s.dropPercent, 2))</td><td>\(fixed(s.fps, 1))</td><td>\(fixed(s.p50Milliseconds, 1))</td><td>\(fixed(s.p99Milliseconds, 1))</td>"
                 + "<td>\(s.steadyP99Milliseconds.map { "\(fixed(s.steadyDropPercent ?? 0, 2)), \(fixed($0, 1))" } ?? "-")</td><td>\(fixed(s.hostCPUPercent, 0))</td>"
                 + "<td>\(fixed(s.producerCPUPercent, 0))</td><td class=\"fail\" style=\"text-align:left\">\(s.failures.map(\.htmlEscaped).joined(separator: "<br>"))</td></tr>"
         }
         rows += "</table>"
-        // What WebRTC viewers through Janus got, per share of each step.
-        let watched = steps.sorted(by: { $0.sessions < $1.sessions }).flatMap { step in step.shares.compactMap { share in share.viewers.map { (step.sessions, share.appGroup, $0) } } }
-        guard !watched.isEmpty else { return rows }
-        rows += "<h3>WebRTC viewers through Janus</h3><table><tr><th>shares</th><th>share</th><th>viewers</th><th>frames decoded (each)</th><th>lost %</th><th>first picture ms</th><th>glass to glass p50 ms</th><th>p99 ms</th></tr>"
-        for (sessions, group, v) in watched {
-            rows += "<tr><td>\(sessions)</td><td>\(group)</td><td>\(v.count)</td><td>\(v.framesDecoded.map(String.init).joined(separator: ", "))</td><td>\(fixed(v.lostPercent, 2))</td>"
-                + "<td>\(fixed(v.firstPictureMilliseconds, 0))</td><td>\(fixed(v.glassToGlassP50Milliseconds, 1))</td><td>\(fixed(v.glassToGlassP99Milliseconds, 1))</td></tr>"
+        let watchedSteps = steps.filter { $0.viewersPerShare != nil }.sorted { size($0) < size($1) }
+        guard !watchedSteps.isEmpty else { return rows }
+        // Where the CPU went while the viewers watched, and what bounded each step.
+        rows += "<h3>CPU while the viewers watched (% of one core)</h3><table><tr><th>step</th><th>host</th><th>Janus</th><th>viewers</th><th>producers</th><th style=\"text-align:left\">bounded by</th></tr>"
+        for s in watchedSteps {
+            rows += "<tr><td>\(name(s))</td><td>\(fixed(s.hostCPUPercent, 0))</td><td>\(s.janusCPUPercent.map { fixed($0, 0) } ?? "not here")</td>"
+                + "<td>\(s.viewersCPUPercent.map { fixed($0, 0) } ?? "-")</td><td>\(fixed(s.producerCPUPercent, 0))</td><td style=\"text-align:left\">\((s.bound ?? "").htmlEscaped)</td></tr>"
+        }
+        rows += "</table>"
+        // What each group of WebRTC viewers through Janus got, per share of each step.
+        rows += "<h3>WebRTC viewers through Janus, per link</h3><table><tr><th>step</th><th>share</th><th>viewers</th><th>link</th><th>watching</th><th>lost %</th>"
+            + "<th>NACK recoveries</th><th>PLIs</th><th>keyframe waits</th><th>freezes / min</th><th>first picture ms (slowest)</th><th>p50 ms</th><th>p99 ms</th><th>pictures checked (wrong)</th></tr>"
+        for s in watchedSteps {
+            for share in s.shares {
+                guard let viewers = share.viewers else { continue }
+                for group in viewers.groups {
+                    rows += "<tr><td>\(name(s))</td><td>\(share.appGroup.htmlEscaped)</td><td>\(viewers.kind)</td><td>\(group.link.htmlEscaped)</td>"
+                        + "<td class=\"\(group.watching < group.viewers ? "fail" : "pass")\">\(group.watching) of \(group.viewers)</td><td>\(fixed(group.lossPercent, 2))</td>"
+                        + "<td>\(group.recoveredPackets)</td><td>\(group.plisSent)</td><td>\(group.keyframeWaits)</td><td>\(fixed(group.freezesPerMinute, 1))</td>"
+                        + "<td>\(group.firstFrameMaxMs.map { fixed($0, 0) } ?? "-")</td><td>\(group.p50Ms.map { fixed($0, 1) } ?? "-")</td><td>\(group.p99Ms.map { fixed($0, 1) } ?? "-")</td>"
+                        + "<td>\(group.picturesChecked) (\(group.picturesWrong))</td></tr>"
+                }
+            }
         }
         return rows + "</table>"
     }
@@ -154,6 +178,14 @@ public enum LoadTestHTML {
     }
 
     private static func rampChart(_ report: LoadTestReport) -> String {
+        if report.maxViewersHeld != nil {
+            // A ramp of viewers: their worst group's p99 against viewers per share.
+            let steps = report.steps.sorted { size($0) < size($1) }
+            let xs = steps.map { Double($0.viewersPerShare ?? 0) }
+            let p99: [[Double?]] = steps.map { step in [step.shares.flatMap { $0.viewers?.groups ?? [] }.compactMap(\.p99Ms).max()] }
+            return "<p>Capture→viewer p99 (the worst group's) against viewers per share; the dashed line is the objective.</p>"
+                + lineChart(xs, p99, shares: 1, yUnit: "ms", xUnit: "viewers", limit: report.objective.maxViewerP99Milliseconds)
+        }
         let steps = report.steps.sorted { $0.sessions < $1.sessions }
         let xs = steps.map { Double($0.sessions) }
         let p99: [[Double?]] = steps.map { [$0.p99Milliseconds] }

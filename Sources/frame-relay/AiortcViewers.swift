@@ -3,11 +3,12 @@ import Foundation
 import FrameRelay
 import FrameRelaySystem
 
-/// The WebRTC viewers of a load-test step: `count` aiortc viewers
-/// (scripts/webrtc-viewer) on each share's Janus mountpoint, started once
-/// the hosts have opened their mountpoints, and what they saw, with glass
-/// to glass from the hosts' per-frame traces.
-final class LoadTestViewers {
+/// The cross-check audience of a load-test step (`--viewer-kind aiortc`):
+/// `count` aiortc viewers (scripts/webrtc-viewer, one Python process each,
+/// decoding every frame) on each share's Janus mountpoint, started once the
+/// hosts have opened their mountpoints, and what they saw, with glass to
+/// glass from the hosts' per-frame traces.
+final class AiortcViewers: LoadTestWatchers {
     let count: Int
     let script: String
     let work: URL
@@ -57,6 +58,8 @@ final class LoadTestViewers {
             }
         }
     }
+
+    var pids: [Int32] { processes.map(\.process.processIdentifier).filter { $0 != 0 } }
 
     /// Ends every viewer still running (a step that failed) and waits for it.
     func terminateAll() {
@@ -111,9 +114,12 @@ final class LoadTestViewers {
             }
             latencies.sort()
             func percentile(_ p: Double) -> Double { latencies.isEmpty ? 0 : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
+            let group = LoadTestReport.ViewerGroup(
+                link: "perfect", viewers: mine.count, watching: decoded.filter { $0 > 0 }.count, lossPercent: lost,
+                p50Ms: latencies.isEmpty ? nil : percentile(0.5), p99Ms: latencies.isEmpty ? nil : percentile(0.99), firstFrameMaxMs: first)
             return LoadTestReport.Viewers(
-                count: mine.count, framesDecoded: decoded, lostPercent: lost, firstPictureMilliseconds: first,
-                glassToGlassP50Milliseconds: percentile(0.5), glassToGlassP99Milliseconds: percentile(0.99))
+                kind: "aiortc", count: mine.count, framesDecoded: decoded, lostPercent: lost, firstPictureMilliseconds: first,
+                glassToGlassP50Milliseconds: percentile(0.5), glassToGlassP99Milliseconds: percentile(0.99), groups: [group])
         }
     }
 }

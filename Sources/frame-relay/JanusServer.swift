@@ -13,6 +13,10 @@ final class JanusServer {
     private let process = Process()
     private let directory: URL
 
+    /// Janus's static event loops (its `event_loops`): one a core, shared by
+    /// every PeerConnection, instead of a loop and a thread for each.
+    static var eventLoops: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+
     /// Where Debian installs Janus's plugins (per architecture), if Janus is installed.
     public static var libraryFolder: String? {
         let lib = "/usr/lib"
@@ -95,6 +99,7 @@ final class JanusServer {
                     events_folder = "\(library)/events"
                     loggers_folder = "\(library)/loggers"
                     debug_level = 3
+                    event_loops = \(Self.eventLoops)
                 }
                 plugins: { disable = "\(try others(in: "\(library)/plugins", keeping: "libjanus_streaming.so"))" }
                 transports: { disable = "\(try others(in: "\(library)/transports", keeping: "libjanus_http.so"))" }

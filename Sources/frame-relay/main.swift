@@ -17,13 +17,14 @@ let subcommandList = """
       load-test       many shares at once: drops, fps, latency, CPU
       janus           run a Janus of our own for --janus (tests, demos)
       subscribe       WebRTC viewers of a Janus mountpoint, counted without decoding
+      link-relay      an impaired UDP link between a browser and Janus
       help            this help
     """
 
 func runCommand() throws -> Int32 {
     let subcommands: [String: any ParsableCommand.Type] = [
         "run": Run.self, "demo": Demo.self, "receive": Receive.self, "load-test": LoadTest.self, "janus": JanusCommand.self,
-        "subscribe": Subscribe.self,
+        "subscribe": Subscribe.self, "link-relay": LinkRelayCommand.self,
     ]
     var arguments = Array(CommandLine.arguments.dropFirst())
     if arguments.first == "--version" || arguments.first == "version" {
@@ -37,7 +38,7 @@ func runCommand() throws -> Int32 {
         return 0
     }
     guard let command = subcommands[name] else {
-        throw UsageError("unknown subcommand \"\(name)\": run, demo, receive, load-test, janus, subscribe, help (see --help)")
+        throw UsageError("unknown subcommand \"\(name)\": run, demo, receive, load-test, janus, subscribe, link-relay, help (see --help)")
     }
     return try command.parse(arguments).run()
 }

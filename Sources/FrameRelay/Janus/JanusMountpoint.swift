@@ -28,6 +28,8 @@ extension JanusStreaming {
         var request: [String: JSONValue] = [
             "request": "create", "type": "rtp", "id": .integer(Int64(id)), "name": .string(appGroup.name), "description": .string(appGroup.name),
             "media": [["type": "video", "mid": "v", "port": 0, "rtcpport": 0, "pt": 96, "codec": "vp8"]],
+            // Viewers may ask for a playout delay (`configure` min_delay/max_delay); none is sent until one does.
+            "playoutdelay_ext": true,
         ]
         if let secret { request["secret"] = .string(secret) }
         if let adminKey { request["admin_key"] = .string(adminKey) }

@@ -3,7 +3,16 @@
 /// and charts frames/s and latency from `/stats.json`. `?share=N` picks the
 /// share; `?frames=N` stops after N decoded frames (for headless checks);
 /// `?janus=URL` names Janus's HTTP API as the browser reaches it (default:
-/// this page's host, at the port the host streams into).
+/// this page's host, at the port the host streams into). In WebRTC mode,
+/// `?measure=1` logs each frame's stamp and the time it is shown on the
+/// host's CLOCK_MONOTONIC (the page's clock calibrated through `/clock`),
+/// and the receiver's `getStats()` every 5 s. It asks Janus for a playout
+/// delay of 0 (the playout-delay RTP extension: each frame shown as soon as
+/// it is decoded; scripts/janus-latency measured 10–16 ms less glass to
+/// glass than Chromium's own jitter buffer, as many freezes on a lossy
+/// link); `?playout=N` asks for N × 10 ms, `?playout=none` for none; `?relay=IP:VIEWER:JANUS` sends the
+/// media through `frame-relay link-relay` (an impaired link), pointing
+/// Janus's candidate at the relay's viewer side and ours at its Janus side.
 enum ViewerPage {
     static func html(shares: [String]) -> String {
         let options = shares.enumerated().map { "<option value=\"\($0.offset)\">\($0.element)</option>" }.joined()
@@ -134,8 +143,25 @@ enum ViewerPage {
             if (data && data.error) throw new Error('Janus ' + data.error_code + ': ' + data.error);
             offer = event.jsep;
           }
+          const measure = params.get('measure') === '1';
+          // The page's clock on the host's: the /clock reading of the fastest of 20 round trips, at its middle.
+          let offset = null;
+          if (measure) {
+            let best = Infinity;
+            for (let i = 0; i < 20; i++) {
+              const before = performance.now();
+              const monotonic = Number(await (await fetch('/clock', { cache: 'no-store' })).text()) / 1e6;
+              const after = performance.now();
+              if (after - before < best) { best = after - before; offset = monotonic - (before + after) / 2; }
+            }
+            console.log('webrtc clock offset=' + offset.toFixed(3) + ' ms, round trip ' + best.toFixed(3) + ' ms');
+          }
           const pc = new RTCPeerConnection();
           pc.ontrack = e => { video.srcObject = e.streams[0] || new MediaStream([e.track]); };
+          // Through a relay: every candidate named in the SDP becomes one of the relay's sides.
+          const relay = params.get('relay') && params.get('relay').split(':');
+          const via = (sdp, port) => sdp.replace(/^a=candidate:(\\S+) (\\d+) (\\S+) (\\d+) \\S+ \\d+ typ \\S+.*$/gm, 'a=candidate:$1 $2 $3 $4 ' + relay[0] + ' ' + port + ' typ host');
+          if (relay) offer = { type: offer.type, sdp: via(offer.sdp, relay[1]) };
           await pc.setRemoteDescription(offer);
           await pc.setLocalDescription(await pc.createAnswer());
           await new Promise(done => {
@@ -143,9 +169,25 @@ enum ViewerPage {
             pc.onicegatheringstatechange = () => { if (pc.iceGatheringState === 'complete') done(); };
             setTimeout(done, 2000);
           });
-          await janus(base + '/' + handle, { janus: 'message', body: { request: 'start' }, jsep: pc.localDescription.toJSON() });
-          const onFrame = () => {
-            decodedOne(readStamp(video, probe));
+          let answer = pc.localDescription.toJSON();
+          if (relay) answer = { type: answer.type, sdp: via(answer.sdp.replace(/^a=candidate:.*\\.local .*\\r\\n/gm, ''), relay[2]) };
+          if (relay && !/^a=candidate:/m.test(answer.sdp)) answer.sdp = answer.sdp.replace(/(a=mid:.*\\r\\n)/, '$1a=candidate:1 1 udp 2130706431 ' + relay[0] + ' ' + relay[2] + ' typ host\\r\\n');
+          await janus(base + '/' + handle, { janus: 'message', body: { request: 'start' }, jsep: answer });
+          if (params.get('playout') !== 'none') {
+            const delay = Number(params.get('playout') || 0);
+            await janus(base + '/' + handle, { janus: 'message', body: { request: 'configure', min_delay: delay, max_delay: delay } });
+          }
+          if (measure) setInterval(async () => {
+            const stats = {};
+            (await pc.getStats()).forEach(r => { if (r.type === 'inbound-rtp' && r.kind === 'video') Object.assign(stats, r); });
+            console.log('webrtc stats ' + JSON.stringify(stats));
+          }, 5000);
+          const onFrame = (now, metadata) => {
+            const stamp = readStamp(video, probe);
+            // Each frame's stamp, then on the host's clock (ns): when it is shown, when it was handed to the compositor, and when its last packet came.
+            if (measure && stamp !== null) console.log('webrtc shown ' + stamp + ' ' + [metadata.expectedDisplayTime, metadata.presentationTime, metadata.receiveTime]
+              .map(t => t === undefined ? 0 : Math.round((t + offset) * 1e6)).join(' '));
+            decodedOne(stamp);
             if (!stopAfter || decoded < stopAfter) video.requestVideoFrameCallback(onFrame);
             else document.title = 'decoded ' + decoded;
           };

@@ -6,8 +6,9 @@ import FrameRelayDecoding
 
 /// The live viewer over HTTP: a page that plays each share in the browser
 /// (live IVF decoded with WebCodecs), `/stream.ivf` (ffplay reads it),
-/// `/metrics` (Prometheus text), `/stats.json`, and `/snapshot.jpg`.
-/// `?share=N` picks a share (default 0).
+/// `/metrics` (Prometheus text), `/stats.json`, `/snapshot.jpg`, and
+/// `/clock` (CLOCK_MONOTONIC in ns, for a page to put its frames on the
+/// host's clock). `?share=N` picks a share (default 0).
 public final class ViewerServer: Sendable {
     public struct Share: Sendable {
         public let appGroup: String
@@ -66,6 +67,8 @@ public final class ViewerServer: Sendable {
             connection.respond(contentType: "application/json", body: Array(body))
         case "/metrics":
             connection.respond(contentType: "text/plain; version=0.0.4", body: Array(PrometheusText.render(shares.map { $0.stats() }).utf8))
+        case "/clock":
+            connection.respond(contentType: "text/plain", body: Array("\(MonotonicClock.now())\n".utf8))
         case "/snapshot.jpg":
             if let jpeg = snapshot(share) {
                 connection.respond(contentType: "image/jpeg", body: jpeg)

@@ -1,9 +1,12 @@
-/// WebRTC's freeze, as a receiver's `getStats()` counts it (`freezeCount`,
-/// `totalFreezesDuration`): a gap between two frames longer than
-/// max(3 × the mean gap, the mean + 150 ms), the mean taken over the last
-/// 30 gaps that were not freezes, once there are 5 of them.
+/// WebRTC's freeze, as libwebrtc counts it for `getStats()` (`freezeCount`,
+/// `totalFreezesDuration`; video_quality_observer2.cc): a gap between two
+/// frames at least max(3 × the mean gap, the mean + 150 ms), the mean taken
+/// over the last 30 gaps, this one included, once there are 5 of them.
 struct FreezeDetector {
-    private var gaps = [UInt64](repeating: 0, count: 30)
+    static let window = 30
+    static let minimumGaps = 5
+    static let minimumIncrease: UInt64 = 150_000_000
+    private var gaps = [UInt64](repeating: 0, count: window)
     private var count = 0
     private var last: UInt64?
     private(set) var freezes: UInt64 = 0
@@ -15,15 +18,14 @@ struct FreezeDetector {
         defer { last = now }
         guard let last else { return false }
         let gap = now - last
-        let samples = min(count, gaps.count)
-        let mean = samples == 0 ? 0 : gaps.prefix(samples).reduce(0, +) / UInt64(samples)
-        if samples >= 5, gap > max(3 * mean, mean + 150_000_000) {
-            freezes += 1
-            frozen += gap
-            return true
-        }
-        gaps[count % gaps.count] = gap
+        gaps[count % Self.window] = gap
         count += 1
-        return false
+        let samples = min(count, Self.window)
+        guard samples >= Self.minimumGaps else { return false }
+        let mean = gaps.prefix(samples).reduce(0, +) / UInt64(samples)
+        guard gap >= max(3 * mean, mean + Self.minimumIncrease) else { return false }
+        freezes += 1
+        frozen += gap
+        return true
     }
 }

@@ -1,0 +1,93 @@
+@preconcurrency import Glibc
+import FrameRelaySystem
+
+/// An impaired link for a WebRTC peer we do not run ourselves (a browser):
+/// a UDP relay with a viewer side and a Janus side, each learning its peer
+/// from the first datagram it gets, passing everything between them through
+/// an ``ImpairedPath`` each way (loss, delay and jitter both ways, the rate
+/// toward the viewer). The viewer's page points the two ICE candidates at
+/// the relay (Janus's in the offer to the viewer side, the viewer's in the
+/// answer to the Janus side), so that nothing goes around it.
+public final class LinkRelay {
+    public let conditions: LinkConditions
+    private let viewerSide: Socket
+    private let janusSide: Socket
+    /// The viewer side's and the Janus side's ports.
+    public let viewerPort: Int
+    public let janusPort: Int
+    private var viewer: SocketAddress?
+    private var janus: SocketAddress?
+    private let down: ImpairedPath
+    private let up: ImpairedPath
+    private let poll: EventPoll
+    private let buffer: UnsafeMutableRawBufferPointer
+    /// Datagrams passed each way, and those dropped because the other side was not known yet.
+    public private(set) var passedDown: UInt64 = 0
+    public private(set) var passedUp: UInt64 = 0
+    public private(set) var unroutable: UInt64 = 0
+
+    /// Opens both sides on `address` (IPv4), each on a free port.
+    public init(address: String, conditions: LinkConditions) throws(SubscriberError) {
+        guard let local = SocketAddress(ipv4: address, port: 0) else { throw .system("invalid --address \"\(address)\": expected an IPv4 address") }
+        self.conditions = conditions
+        do {
+            viewerSide = try Socket(family: AF_INET, type: SOCK_DGRAM, nonBlocking: true)
+            janusSide = try Socket(family: AF_INET, type: SOCK_DGRAM, nonBlocking: true)
+            viewerSide.setReceiveBuffer(4 << 20)
+            janusSide.setReceiveBuffer(4 << 20)
+            try viewerSide.bind(to: local)
+            try janusSide.bind(to: local)
+            viewerPort = try viewerSide.localAddress().port
+            janusPort = try janusSide.localAddress().port
+            poll = try EventPoll()
+            try poll.add(viewerSide.rawValue, tag: 0)
+            try poll.add(janusSide.rawValue, tag: 1)
+        } catch {
+            throw .system("the link relay's sockets: \(error)")
+        }
+        down = ImpairedPath(conditions, limitsRate: true, slots: 1024)
+        up = ImpairedPath(conditions, limitsRate: false, slots: 256)
+        buffer = .allocate(byteCount: 2048, alignment: 16)
+    }
+
+    deinit { buffer.deallocate() }
+
+    /// Relays until `shouldStop` says so (checked at least every 50 ms).
+    public func run(shouldStop: () -> Bool) throws(SubscriberError) {
+        while !shouldStop() {
+            let now = MonotonicClock.now()
+            let next = [down.nextDue, up.nextDue].compactMap { $0 }.min() ?? now + 50_000_000
+            let wait = next <= now ? 0 : Int32(min(50, (next - now + 999_999) / 1_000_000))
+            do {
+                try poll.wait(milliseconds: wait) { tag in drain(tag == 0) }
+            } catch {
+                throw .system("the link relay: \(error)")
+            }
+            let after = MonotonicClock.now()
+            down.release(now: after) { datagram, address in _ = try? viewerSide.send(UnsafeRawBufferPointer(datagram), to: address) }
+            up.release(now: after) { datagram, address in _ = try? janusSide.send(UnsafeRawBufferPointer(datagram), to: address) }
+        }
+    }
+
+    /// Takes what waits on one side and hands it to the path toward the other.
+    private func drain(_ fromViewer: Bool) {
+        var source = SocketAddress()
+        for _ in 0..<64 {
+            let received = fromViewer ? try? viewerSide.receive(into: buffer, from: &source) : try? janusSide.receive(into: buffer, from: &source)
+            guard let count = received ?? nil, count > 0 else { return }
+            let now = MonotonicClock.now(), datagram = UnsafeRawBufferPointer(rebasing: buffer[..<count])
+            if fromViewer {
+                viewer = source
+                guard let janus else { unroutable += 1; continue }
+                if up.admit(datagram, address: janus, now: now) { passedUp += 1 }
+            } else {
+                janus = source
+                guard let viewer else { unroutable += 1; continue }
+                if down.admit(datagram, address: viewer, now: now) { passedDown += 1 }
+            }
+        }
+    }
+
+    /// The link's own drops: at random each way, and full rate queue toward the viewer.
+    public var dropped: (down: UInt64, up: UInt64, queue: UInt64) { (down.lost, up.lost, down.overflowed) }
+}

@@ -1,0 +1,27 @@
+import FrameRelay
+import FrameRelaySubscriber
+import FrameRelaySystem
+
+/// `frame-relay link-relay`: an impaired link for a browser watching
+/// through Janus (the viewer page's `?relay=IP:VIEWER-PORT:JANUS-PORT`
+/// points both ICE candidates at it), the same link `frame-relay subscribe
+/// --link` gives its own viewers.
+struct LinkRelayCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "frame-relay link-relay", abstract: "an impaired UDP link between a browser and Janus (for the viewer page's ?relay=)")
+
+    @Option("address", "IP", help: "The IPv4 address both sides listen on (one the browser and Janus reach).") var address = "127.0.0.1"
+    @Option("link", "SPEC", help: "The link: loss=2%,delay=40ms,jitter=10ms,rate=3mbit (any part).", default: "perfect",
+            transform: { try LinkConditions(parsing: $0) }) var link = LinkConditions()
+    @Option("duration", "SECONDS", in: 0.1...1e6, help: "Relay for this long (default: until Ctrl-C).") var duration: Double?
+
+    func run() throws -> Int32 {
+        let relay = try LinkRelay(address: address, conditions: link)
+        log("link-relay: viewer side \(address):\(relay.viewerPort), Janus side \(address):\(relay.janusPort) (\(link) link); Ctrl-C to stop   (page: ?relay=\(address):\(relay.viewerPort):\(relay.janusPort))")
+        let end = duration.map { MonotonicClock.now() + UInt64($0 * 1e9) }
+        try relay.run { stopSignals.load(ordering: .relaxed) > 0 || end.map { MonotonicClock.now() >= $0 } ?? false }
+        let dropped = relay.dropped
+        log("link-relay: passed \(relay.passedDown) datagrams to the viewer and \(relay.passedUp) to Janus; the link dropped \(dropped.down) and \(dropped.up) at random, \(dropped.queue) for its rate")
+        return 0
+    }
+}

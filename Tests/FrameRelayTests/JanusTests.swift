@@ -270,4 +270,82 @@ import FrameRelayHTTP
         let html = try String(contentsOfFile: run.directory + "/load.html", encoding: .utf8)
         #expect(html.contains("against viewers per share") && html.contains("delay=10ms"))
     }
+
+    /// Per frame, capture → presented and → shown at headless Chromium (the
+    /// stamp read at requestVideoFrameCallback, the page's clock on the
+    /// host's through /clock) and capture → decoded at aiortc, each on the
+    /// same share in turn: the browser has each frame decoded sooner than
+    /// aiortc has. (When headless Chromium says a frame is shown varies from
+    /// run to run by two frames of its display; presented does not.)
+    @Test func chromiumsGlassToGlassIsMeasuredAndLowerThanAiortcs() throws {
+        let group = uniqueGroup("janusg2g")
+        let run = inNamespace("""
+            $FR demo --app-group \(group.name) --janus --janus-port 18188 --http 10.200.0.1:18180 --size 640x360 --fps 30 \
+              --keyframe-interval 0 --duration 30 --trace $D/trace.jsonl > $D/demo.log 2>&1 &
+            DEMO=$!
+            \(waitFor("first-frame", in: "$D/demo.log"))
+            timeout 10 /usr/bin/chromium --headless=new --no-sandbox --disable-gpu --disable-gpu-vsync --disable-frame-rate-limit --enable-logging=stderr --v=0 \
+              --user-data-dir=$D/chromium --window-size=1280,900 --autoplay-policy=no-user-gesture-required \
+              'http://10.200.0.1:18180/?mode=webrtc&measure=1' > $D/chromium.log 2>&1
+            $VIEWER --janus http://10.200.0.1:18188/janus --mountpoint \(JanusMountpoint.id(for: group)) --duration 8 --report $D/aiortc.json
+            kill -INT $DEMO; wait
+            grep -o '"webrtc shown [0-9 ]*"' $D/chromium.log | tr -d '"' > $D/shown.txt
+            grep -o '"webrtc stats .*"' $D/chromium.log | tail -1
+            """, timeout: 90)
+        var captured: [Int: Int] = [:]
+        for line in try String(contentsOfFile: run.directory + "/trace.jsonl", encoding: .utf8).split(separator: "\n") {
+            guard let record = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], let frame = record["frame"] as? Int, let time = record["captured"] as? Int else { continue }
+            captured[frame] = time
+        }
+        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+        // "webrtc shown STAMP SHOWN PRESENTED RECEIVED"
+        let lines = try String(contentsOfFile: run.directory + "/shown.txt", encoding: .utf8).split(separator: "\n")
+        func latencies(_ field: Int) -> [Double] {
+            lines.compactMap { line -> Double? in
+                let fields = line.split(separator: " ")
+                guard fields.count == 6, let stamp = Int(fields[2]), let at = Int(fields[field]), let capture = captured[stamp] else { return nil }
+                return Double(at - capture) / 1e6
+            }.filter { $0 >= 0 }  // a misread stamp may name a later frame
+        }
+        let shown = latencies(3), presented = latencies(4)
+        let aiortc = try #require(try readJSON(run.directory + "/aiortc.json") as? [String: Any], "\(run.output.suffix(1500))")
+        let decoded = zip((aiortc["stamps"] as? [Any] ?? []).compactMap { $0 as? Int }, aiortc["decoded"] as? [Int] ?? []).compactMap { stamp, time in
+            captured[stamp].map { Double(time - $0) / 1e6 }
+        }
+        try #require(shown.count >= 150 && decoded.count >= 150, "Chromium showed \(shown.count) frames, aiortc decoded \(decoded.count): \(run.output.suffix(1500))")
+        print("janus glass to glass: Chromium presented p50 \(median(presented)) ms, shown p50 \(median(shown)) ms over \(shown.count) frames; aiortc decoded p50 \(median(decoded)) ms over \(decoded.count)")
+        #expect(median(presented) > 0 && median(presented) < median(decoded), "Chromium \(median(presented)) ms, aiortc \(median(decoded)) ms")
+        #expect(median(shown) >= median(presented) - 1)
+        #expect(run.output.contains("webrtc stats {"), "getStats() was not logged")
+    }
+
+    /// Chromium through `frame-relay link-relay` with 5 % loss and 20 ms
+    /// delay: its getStats() sees the loss and asks for the packets again,
+    /// and the picture goes on.
+    @Test func chromiumThroughAnImpairedLinkSeesTheLossAndAsksForRepairs() throws {
+        let group = uniqueGroup("janusrelay")
+        let run = inNamespace("""
+            $FR demo --app-group \(group.name) --janus --janus-port 18188 --http 10.200.0.1:18180 --size 640x360 --fps 30 --duration 30 > $D/demo.log 2>&1 &
+            DEMO=$!
+            \(waitFor("first-frame", in: "$D/demo.log"))
+            $FR link-relay --address 10.200.0.1 --link loss=5%,delay=20ms > $D/relay.log 2>&1 & RELAY=$!
+            \(waitFor("page:", in: "$D/relay.log"))
+            R=$(sed -n 's/.*?relay=\\([0-9.:]*\\)).*/\\1/p' $D/relay.log)
+            timeout 14 /usr/bin/chromium --headless=new --no-sandbox --disable-gpu --enable-logging=stderr --v=0 --user-data-dir=$D/chromium \
+              --window-size=1280,900 --autoplay-policy=no-user-gesture-required "http://10.200.0.1:18180/?mode=webrtc&measure=1&relay=$R" > $D/chromium.log 2>&1
+            kill -INT $RELAY $DEMO; wait
+            cat $D/relay.log
+            echo "shown $(grep -c 'webrtc shown' $D/chromium.log)"
+            grep -o '"webrtc stats .*"' $D/chromium.log | tail -1
+            """, timeout: 90)
+        let statsLine = try #require(run.output.split(separator: "\n").last { $0.hasPrefix("\"webrtc stats ") }, "\(run.output.suffix(2000))")
+        let json = String(statsLine.dropFirst("\"webrtc stats ".count).dropLast()).replacingOccurrences(of: "\\\"", with: "\"")
+        let stats = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any], "\(json)")
+        let lost = stats["packetsLost"] as? Int ?? 0, nacks = stats["nackCount"] as? Int ?? 0
+        let shown = Int(run.output.split(separator: "\n").first { $0.hasPrefix("shown ") }?.dropFirst(6) ?? "") ?? 0
+        print("janus relay: Chromium at 5 % loss, 20 ms: \(lost) packets lost, \(nacks) NACKs, \(shown) frames shown; \(run.output.split(separator: "\n").first { $0.contains("link-relay: passed") } ?? "")")
+        #expect(lost > 0 && nacks > 0, "\(stats)")
+        #expect(shown >= 150, "\(shown) frames shown in 13 s")
+        #expect(run.output.contains("link-relay: passed"), "\(run.output.suffix(1000))")
+    }
 }

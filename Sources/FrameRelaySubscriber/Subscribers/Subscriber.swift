@@ -24,29 +24,21 @@ final class Subscriber {
     private let dtls: DTLSClient
     private var dtlsStarted = false
     private var srtp: SRTPSession?
-    private var tracker = FrameTracker()
-    private var missing = MissingPackets()
-    private let decoder: SampledDecoder?
+    let stream: StreamFollower
     private let inbound: ImpairedPath?
     private let outbound: ImpairedPath?
     private let ssrc = UInt32.random(in: 1...UInt32.max)
-    private var mediaSSRC: UInt32?
-    private var reception: ReceptionStatistics?
     private(set) var stats = SubscriberStats()
-    /// Each frame it could decode: PictureID and when (for latency against the host's trace).
-    private(set) var frames: [(picture: UInt16, at: UInt64)] = []
-    private var events: [FrameTracker.Event] = []
     private var asking: [UInt16] = []
     private let scratch: UnsafeMutableRawPointer
     private var firstRequest: UInt64?
     private var nextReport: UInt64 = 0
     private var lastPLI: UInt64 = 0
-    private var keyframeWaitStarted: UInt64?
-    private var freezes = FreezeDetector()
-    /// When the last media packet came, and the last datagram of any kind from Janus.
-    private var lastPacket: UInt64 = 0
+    /// When the last datagram of any kind from Janus came.
     private var lastHeard: UInt64 = 0
     static let reportInterval: UInt64 = 1_000_000_000
+    /// Sequence numbers per NACK packet.
+    static let nackBatch = 100
     static let pliInterval: UInt64 = 500_000_000
     /// Media must start within this long of the answer.
     static let startLimit: UInt64 = 10_000_000_000
@@ -66,18 +58,12 @@ final class Subscriber {
         ufragBytes = Array(ufrag.utf8)
         passwordBytes = Array(password.utf8)
         dtls = try DTLSClient(context: context, fingerprint: offer.fingerprint)
-        do {
-            decoder = decodes ? try SampledDecoder() : nil
-        } catch {
-            throw .crypto("vpx_codec_dec_init", "\(error)")
-        }
+        stream = try StreamFollower(payloadType: offer.payloadType, retransmissionPayloadType: offer.rtxPayloadType, decodes: decodes, expectedFrames: expectedFrames)
         inbound = link.isPerfect ? nil : ImpairedPath(link, limitsRate: true, slots: 256)
         outbound = link.isPerfect ? nil : ImpairedPath(link, limitsRate: false, slots: 64)
         scratch = .allocate(byteCount: 2048, alignment: 16)
         stats.decodes = decodes
-        frames.reserveCapacity(expectedFrames)
-        events.reserveCapacity(64)
-        asking.reserveCapacity(FrameTrackerLimits.nackBatch)
+        asking.reserveCapacity(Self.nackBatch)
     }
 
     deinit { scratch.deallocate() }
@@ -87,9 +73,6 @@ final class Subscriber {
         let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
         return String((0..<length).map { _ in alphabet.randomElement()! })
     }
-
-    /// The stamps its decoder read, when it decodes.
-    var stamps: [(picture: UInt16, stamp: UInt64, at: UInt64)] { decoder?.stamps ?? [] }
 
     /// Whether it has stopped (Janus hung up, the handshake failed, silence).
     var ended: Bool { stats.state != "joining" && stats.state != "watching" }
@@ -193,67 +176,16 @@ final class Subscriber {
             guard offset + length <= packet.count else { return }
             if packet[offset + 1] == RTCP.senderReport, length >= 28 {
                 stats.senderReports += 1
-                reception?.senderReport(ntp: UInt64(bigEndian: packet.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self)), arrival: now)
+                stream.senderReport(ntp: UInt64(bigEndian: packet.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self)), arrival: now)
             }
             offset += length
         }
     }
 
     private func handleRTP(_ packet: UnsafeRawBufferPointer, now: UInt64) {
-        guard let header = RTPHeader(parsing: packet), header.payloadOffset < packet.count else { return }
-        var sequence = header.sequence
-        var payloadStart = header.payloadOffset
-        let retransmitted = Int(header.payloadType) == offer.rtxPayloadType
-        if retransmitted {
-            // A retransmission in its own stream (RFC 4588): the original sequence number, then the original payload.
-            guard payloadStart + 2 < packet.count else { return }
-            sequence = UInt16(packet[payloadStart]) << 8 | UInt16(packet[payloadStart + 1])
-            payloadStart += 2
-        } else {
-            guard Int(header.payloadType) == offer.payloadType else { return }
-            if mediaSSRC != header.ssrc {
-                // Janus keeps one SSRC per viewer; a new one is a new stream.
-                mediaSSRC = header.ssrc
-                reception = ReceptionStatistics(first: header.sequence)
-            }
-            reception?.record(sequence: header.sequence, timestamp: header.timestamp, arrival: now)
-        }
-        if stats.firstPacketMs == nil { stats.firstPacketMs = Double(now - watchedAt) / 1e6 }
-        lastPacket = now
-        stats.bytesReceived += UInt64(packet.count)
-        let payload = UnsafeRawBufferPointer(rebasing: packet[payloadStart...])
-        let before = tracker.counts.duplicates + tracker.counts.malformed
-        events.removeAll(keepingCapacity: true)
-        tracker.insert(sequence: sequence, timestamp: header.timestamp, marker: header.marker, payload: payload, now: now, into: &events)
-        guard tracker.counts.duplicates + tracker.counts.malformed == before else { return }
-        missing.received(sequence, retransmitted: retransmitted, now: now)
-        decoder?.keep(payload, sequence: sequence, timestamp: header.timestamp, marker: header.marker)
-        handleEvents(now: now)
+        guard stream.receive(packet, now: now) else { return }
+        if stream.takeLostFrame() { sendPLI(now: now) }
         requestMissing(now: now)
-    }
-
-    private func handleEvents(now: UInt64) {
-        for event in events {
-            switch event {
-            case .decodable(let frame, let at):
-                decodable(frame, at: at)
-            case .keyframeWait:
-                keyframeWaitStarted = now
-                sendPLI(now: now)
-            }
-        }
-        events.removeAll(keepingCapacity: true)
-    }
-
-    private func decodable(_ frame: FrameTracker.Frame, at now: UInt64) {
-        if stats.firstFrameMs == nil { stats.firstFrameMs = Double(now - watchedAt) / 1e6 }
-        if frame.keyframe, let started = keyframeWaitStarted {
-            stats.keyframeWaitMs += Double(now - started) / 1e6
-            keyframeWaitStarted = nil
-        }
-        if let picture = frame.pictureID, frames.count < frames.capacity { frames.append((picture, now)) }
-        _ = freezes.frame(at: now)
-        decoder?.decode(frame, now: now)
     }
 
     // MARK: - Datagrams out
@@ -279,12 +211,12 @@ final class Subscriber {
     }
 
     private func requestMissing(now: UInt64) {
-        guard let media = mediaSSRC else { return }
+        guard let media = stream.mediaSSRC else { return }
         asking.removeAll(keepingCapacity: true)
-        missing.due(now: now, into: &asking)
+        stream.missingDue(now: now, into: &asking)
         var start = 0
         while start < asking.count {
-            let end = min(asking.count, start + FrameTrackerLimits.nackBatch)
+            let end = min(asking.count, start + Self.nackBatch)
             var length = RTCP.writeEmptyReceiverReport(into: scratch, sender: ssrc)
             length += RTCP.writeNACK(into: scratch + length, sender: ssrc, media: media, sequences: asking[start..<end])
             _ = sendRTCP(length: length, now: now)
@@ -293,7 +225,7 @@ final class Subscriber {
     }
 
     private func sendPLI(now: UInt64) {
-        guard let media = mediaSSRC, now &- lastPLI >= Self.pliInterval else { return }
+        guard let media = stream.mediaSSRC, now &- lastPLI >= Self.pliInterval else { return }
         lastPLI = now
         var length = RTCP.writeEmptyReceiverReport(into: scratch, sender: ssrc)
         length += RTCP.writePLI(into: scratch + length, sender: ssrc, media: media)
@@ -301,8 +233,8 @@ final class Subscriber {
     }
 
     private func sendReport(now: UInt64) {
-        guard let media = mediaSSRC, reception != nil else { return }
-        let length = RTCP.writeReceiverReport(into: scratch, sender: ssrc, media: media, block: reception!.block(now: now))
+        guard let media = stream.mediaSSRC, let block = stream.reportBlock(now: now) else { return }
+        let length = RTCP.writeReceiverReport(into: scratch, sender: ssrc, media: media, block: block)
         if sendRTCP(length: length, now: now) { stats.receiverReports += 1 }
     }
 
@@ -331,23 +263,20 @@ final class Subscriber {
                 sendReport(now: now)
             }
             next = min(next, nextReport)
-            if !missing.isEmpty {
+            if stream.isMissing {
                 requestMissing(now: now)
                 next = min(next, now + 10_000_000)
             }
-            let patience = max(150_000_000, 4 * (missing.roundTrip ?? 50_000_000))
-            tracker.tick(now: now, patience: patience, into: &events)
-            handleEvents(now: now)
-            if let since = tracker.waitingSinceTime { next = min(next, since + patience + 1_000_000) }
+            if let due = stream.tick(now: now) { next = min(next, due) }
             // No keyframe yet while frames come, or a keyframe waited for: ask (again) every half second.
-            if tracker.awaitingKeyframe, mediaSSRC != nil, keyframeWaitStarted != nil || tracker.counts.framesComplete > 0 {
+            if stream.wantsKeyframe || stream.takeLostFrame() {
                 sendPLI(now: now)
                 next = min(next, lastPLI + Self.pliInterval)
             }
         }
-        if lastPacket == 0, now &- watchedAt > Self.startLimit {
+        if stream.lastPacket == nil, now &- watchedAt > Self.startLimit {
             end("no media from Janus within \(Self.startLimit / 1_000_000_000) s (\(dtlsStarted ? "DTLS \(dtls.state == .connected ? "connected" : "did not connect")" : "no ICE check from Janus"))")
-        } else if lastPacket != 0, now &- lastHeard > Self.silenceLimit {
+        } else if stream.lastPacket != nil, now &- lastHeard > Self.silenceLimit {
             end("nothing from Janus for \(Self.silenceLimit / 1_000_000_000) s (no media, no Sender Report)")
         }
         if let due = inbound?.nextDue { next = min(next, due) }
@@ -358,37 +287,11 @@ final class Subscriber {
     /// Says goodbye to Janus's DTLS (close_notify) and fills in the final figures.
     func finish(now: UInt64) {
         dtls.close { send($0, now: now) }
-        if let started = keyframeWaitStarted { stats.keyframeWaitMs += Double(now - started) / 1e6 }
-        let counts = tracker.counts
-        stats.framesComplete = counts.framesComplete
-        stats.framesDecodable = counts.framesDecodable
-        stats.keyframes = counts.keyframes
-        stats.framesSkipped = counts.framesSkipped
-        stats.framesHeld = counts.framesHeld
-        stats.keyframeWaits = counts.keyframeWaits
-        stats.freezes = freezes.freezes
-        stats.freezeMs = Double(freezes.frozen) / 1e6
-        stats.duplicates = counts.duplicates
-        stats.packetsExpected = missing.expected
-        stats.packetsReceived = missing.counts.received
-        stats.packetsLost = missing.expected - min(missing.expected, missing.counts.received)
-        stats.nackedPackets = missing.counts.asked
-        stats.recoveredPackets = missing.counts.recovered
-        stats.givenUpPackets = missing.counts.givenUp
-        stats.nackRoundTripMs = missing.roundTrip.map { Double($0) / 1e6 }
+        stream.fill(&stats, now: now)
+        stats.firstPacketMs = stream.firstPacket.map { Double($0 - watchedAt) / 1e6 }
+        stats.firstFrameMs = stream.firstFrame.map { Double($0 - watchedAt) / 1e6 }
         stats.linkLostIn = inbound?.lost ?? 0
         stats.linkQueueDrops = inbound?.overflowed ?? 0
         stats.linkLostOut = outbound?.lost ?? 0
-        if let decoder {
-            stats.framesDecoded = decoder.decoded
-            stats.decodeErrors = decoder.errors
-            stats.stampsRead = UInt64(decoder.stamps.count)
-        }
     }
-}
-
-/// Bounds of the feedback a subscriber sends.
-enum FrameTrackerLimits {
-    /// Sequence numbers per NACK packet.
-    static let nackBatch = 100
 }

@@ -42,7 +42,7 @@ let package = Package(
         ),
         .executableTarget(name: "broadcast-sim", dependencies: ["FrameRelay", "FrameRelaySystem"]),
         .executableTarget(name: "frame-relay", dependencies: ["FrameRelay", "FrameRelaySystem", "FrameRelayHTTP", "FrameRelayDecoding", "FrameRelaySubscriber"]),
-        .executableTarget(name: "Benchmarks", dependencies: ["FrameRelay", "FrameRelaySystem", "FrameRelayRTP", "FrameRelayDecoding", "CVpx", "CYuv"], path: "Benchmarks", exclude: ["side-by-side.sh", "thread-count.sh"]),
+        .executableTarget(name: "Benchmarks", dependencies: ["FrameRelay", "FrameRelaySystem", "FrameRelayRTP", "FrameRelayDecoding", "FrameRelaySubscriber", "CVpx", "CYuv"], path: "Benchmarks", exclude: ["side-by-side.sh", "thread-count.sh"]),
         .testTarget(name: "FrameRelayTests", dependencies: ["FrameRelay", "FrameRelaySystem", "FrameRelayRTP", "FrameRelayDecoding", "FrameRelayHTTP", "FrameRelaySubscriber", "CVpx", "CTurboJPEG", "CYuv", "CMemory", "CXcb"]),
     ]
 )

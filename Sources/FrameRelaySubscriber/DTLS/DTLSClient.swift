@@ -14,18 +14,11 @@ final class DTLSClient {
         case closed(String)
     }
 
-    /// The profile agreed, and its keys and salts: what we encrypt with (ours, the client's) and what Janus does.
-    struct Keys {
-        var profile: SRTPProfile
-        var local: [UInt8]
-        var remote: [UInt8]
-    }
-
     private let ssl: OpaquePointer
     private let outgoing: OpaquePointer
     private let expectedFingerprint: [UInt8]
     private(set) var state = State.handshaking
-    private(set) var keys: Keys?
+    private(set) var keys: SRTPKeys?
     private var read = [UInt8](repeating: 0, count: 2048)
     /// The largest datagram sent (OpenSSL fragments its handshake messages to fit).
     static let mtu = 1200
@@ -129,7 +122,7 @@ final class DTLSClient {
             state = .closed("SSL_export_keying_material: " + DTLSContext.lastError())
             return
         }
-        keys = Keys(profile: profile, local: Array(material[0..<key] + material[2 * key..<2 * key + salt]),
+        keys = SRTPKeys(profile: profile, local: Array(material[0..<key] + material[2 * key..<2 * key + salt]),
                     remote: Array(material[key..<2 * key] + material[2 * key + salt..<2 * (key + salt)]))
         state = .connected
     }

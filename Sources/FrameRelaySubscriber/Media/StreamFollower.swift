@@ -7,7 +7,7 @@ import FrameRelayRTP
 /// waits, each decodable frame's PictureID and time, and — one viewer in K
 /// — the frames decoded (``SampledDecoder``). What to send back (NACKs, a
 /// PLI, reports) it says; the subscriber sends it.
-final class StreamFollower {
+package final class StreamFollower {
     let payloadType: Int
     let retransmissionPayloadType: Int?
     private var tracker = FrameTracker()
@@ -31,7 +31,7 @@ final class StreamFollower {
     /// A frame was given up on since the last time this was read: ask for a keyframe now.
     private(set) var lostFrame = false
 
-    init(payloadType: Int, retransmissionPayloadType: Int?, decodes: Bool, expectedFrames: Int) throws(SubscriberError) {
+    package init(payloadType: Int, retransmissionPayloadType: Int?, decodes: Bool, expectedFrames: Int) throws(SubscriberError) {
         self.payloadType = payloadType
         self.retransmissionPayloadType = retransmissionPayloadType
         do {
@@ -45,7 +45,7 @@ final class StreamFollower {
 
     /// Takes one RTP packet (SRTP removed) that arrived at `now`; false when it is not of this stream.
     @discardableResult
-    func receive(_ packet: UnsafeRawBufferPointer, now: UInt64) -> Bool {
+    package func receive(_ packet: UnsafeRawBufferPointer, now: UInt64) -> Bool {
         guard let header = RTPHeader(parsing: packet), header.payloadOffset < packet.count else { return false }
         var sequence = header.sequence
         var payloadStart = header.payloadOffset
@@ -131,7 +131,7 @@ final class StreamFollower {
     var stamps: [(picture: UInt16, stamp: UInt64, at: UInt64)] { decoder?.stamps ?? [] }
 
     /// Writes the stream's figures into `stats` (ending any keyframe wait at `now`).
-    func fill(_ stats: inout SubscriberStats, now: UInt64) {
+    package func fill(_ stats: inout SubscriberStats, now: UInt64) {
         let counts = tracker.counts
         stats.framesComplete = counts.framesComplete
         stats.framesDecodable = counts.framesDecodable

@@ -10,12 +10,15 @@ struct JanusOffer: Equatable {
     var payloadType: Int
     /// The payload type of retransmissions in their own stream (RFC 4588 `rtx`, its `apt` VP8's), when Janus offers them.
     var rtxPayloadType: Int?
+    /// The IPv4 address of Janus's first host candidate: where its media comes from (not always its API's address).
+    var candidateAddress: String?
 
     /// Parses `sdp`; throws a ``SubscriberError/badOffer(_:)`` naming what is missing.
     init(parsing sdp: String) throws(SubscriberError) {
         var ufrag: String?, password: String?, fingerprint: [UInt8]?, mid: String?, vp8: Int?, video = false, videoLine = false
         var rtx: [Int: Int] = [:]  // rtx payload type → the payload type it repairs
         var rtxTypes: Set<Int> = []
+        var candidateAddress: String?
         for raw in sdp.split(whereSeparator: \.isNewline) {
             let line = raw.drop { $0 == " " }
             if line.hasPrefix("m=") {
@@ -36,6 +39,10 @@ struct JanusOffer: Equatable {
                 let bytes = parts[1].split(separator: ":").compactMap { UInt8($0, radix: 16) }
                 if bytes.count == 32 { fingerprint = bytes }
             case "mid" where video: mid = value
+            case "candidate" where candidateAddress == nil:
+                // "1 1 udp 2015363327 10.200.0.1 47569 typ host"
+                let parts = value.split(separator: " ")
+                if parts.count >= 8, parts[2].lowercased() == "udp", parts[7] == "host", parts[4].contains("."), !parts[4].contains(":") { candidateAddress = String(parts[4]) }
             case "rtpmap" where video:
                 // "96 VP8/90000"
                 let parts = value.split(separator: " ")
@@ -58,6 +65,7 @@ struct JanusOffer: Equatable {
         self.mid = mid ?? "v"
         payloadType = vp8
         rtxPayloadType = rtxTypes.filter { rtx[$0] == vp8 }.min()
+        self.candidateAddress = candidateAddress
     }
 
     /// The answer of an ICE-lite, recv-only, DTLS-client peer at `address:port`

@@ -119,11 +119,13 @@ public final class Audience {
                 viewer.destroy()
                 throw error
             }
-            guard let janusAddress = try? SocketAddress.resolve(group.janus.host, port: group.janus.port, type: SOCK_DGRAM).first(where: { $0.family == AF_INET }),
+            // Our candidate on the address we reach Janus's media from (its candidate's, else its API's).
+            let media = offer.candidateAddress ?? group.janus.host
+            guard let janusAddress = try? SocketAddress.resolve(media, port: group.janus.port, type: SOCK_DGRAM).first(where: { $0.family == AF_INET }),
                 let local = SocketAddress.local(toward: janusAddress)
             else {
                 viewer.destroy()
-                throw SubscriberError.system("no IPv4 route to \(group.janus.host)")
+                throw SubscriberError.system("no IPv4 route to Janus's media at \(media)")
             }
             let socket: Socket
             do {

@@ -101,7 +101,7 @@ struct LoadTest: ParsableCommand {
         /// `retries` times, and holds if any run held (every run is in the report).
         func holds(_ count: Int, watchers: Int) throws -> Bool {
             for attempt in 0...retries {
-                if attempt > 0 { log("load-test: again (try \(attempt + 1) of \(retries + 1))…") }
+                if attempt > 0 { log("load-test: \(count) shares\(janus.isEmpty ? "" : " × \(watchers) viewers") again (try \(attempt + 1) of \(retries + 1))…") }
                 let result = try step(count, watchers: watchers)
                 results.steps.append(result)
                 if result.passed || stopSignals.load(ordering: .relaxed) > 0 { return result.passed }

@@ -1,9 +1,10 @@
 import FoundationEssentials
+import FrameRelaySystem
 
 /// Janus's JSON API over HTTP (its `janus.transport.http`): one message
 /// posted to the API root, a session or a handle, and the asynchronous
 /// events of a session by long poll. Janus's errors become ``JanusError``s
-/// whose words are quoted safely (``JanusError/quoted(_:)``).
+/// whose words are quoted safely (``PeerText``).
 public struct JanusAPI: Sendable {
     public let url: HTTPClient.URL
 
@@ -35,7 +36,7 @@ public struct JanusAPI: Sendable {
 
     /// The `data.id` of a reply to `create` or `attach`.
     public func id(of reply: JSONValue) throws(JanusError) -> UInt64 {
-        guard let id = reply["data"]?["id"]?.unsigned else { throw fail("unexpected answer: \(JanusError.quoted(reply.description))") }
+        guard let id = reply["data"]?["id"]?.unsigned else { throw fail("unexpected answer: \(PeerText.quoted(reply.description))") }
         return id
     }
 

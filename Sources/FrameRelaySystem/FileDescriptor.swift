@@ -86,6 +86,11 @@ public struct FileDescriptor: ~Copyable {
         }
     }
 
+    /// Cuts (or extends) the file to `length` bytes.
+    public func truncate(to length: Int) throws(SystemError) {
+        _ = try valueOrErrno("ftruncate", name) { ftruncate(rawValue, off_t(length)) }
+    }
+
     /// Switches `O_NONBLOCK` on or off.
     public func setBlocking(_ blocking: Bool) throws(SystemError) {
         let flags = try valueOrErrno("fcntl", name) { fcntl(rawValue, F_GETFL) }

@@ -61,9 +61,15 @@ public enum OutputFile {
     }
 
     /// Opens `path` for writing from the start (created 0644 if missing,
-    /// truncated); a FIFO with no reader fails with `ENXIO`.
+    /// truncated) and holds an exclusive lock on it (`flock`) while the
+    /// descriptor lives: a file another process of ours is writing (a live
+    /// host's recording) is refused with `EWOULDBLOCK` and never truncated.
+    /// A FIFO with no reader fails with `ENXIO`.
     public static func open(_ path: String) throws(SystemError) -> FileDescriptor {
-        let file = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK, mode: 0o644)
+        let file = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_NONBLOCK, mode: 0o644)
+        _ = try valueOrErrno("flock", path) { flock(file.rawValue, LOCK_EX | LOCK_NB) }
+        // Truncated only once it is ours; a FIFO or a device has nothing to truncate.
+        if try file.status().st_mode & S_IFMT == S_IFREG { try file.truncate(to: 0) }
         // Blocking from here on: a FIFO's reader may be slower than we are.
         try file.setBlocking(true)
         return file

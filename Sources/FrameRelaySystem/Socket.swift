@@ -95,6 +95,29 @@ public struct Socket: ~Copyable {
         }
     }
 
+    /// Sends all of `bytes` on a stream socket, failing with `EAGAIN` once
+    /// none of them could go for `stallLimit` seconds (a peer that stopped
+    /// reading); no SIGPIPE (a peer that is gone is `EPIPE`).
+    package func sendAll(_ bytes: UnsafeRawBufferPointer, stallLimit: Double) throws(SystemError) {
+        var done = 0
+        var progress = MonotonicClock.now()
+        let limit = UInt64(stallLimit * 1e9)
+        while done < bytes.count {
+            let sent = try valueOrWouldBlock("send", descriptor.name) {
+                Glibc.send(rawValue, bytes.baseAddress! + done, bytes.count - done, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+            }
+            let now = MonotonicClock.now()
+            if let sent {
+                done += sent
+                progress = now
+                continue
+            }
+            guard now &- progress < limit else { throw SystemError("send", descriptor.name, code: .wouldBlock) }
+            var ready = pollfd(fd: rawValue, events: Int16(POLLOUT), revents: 0)
+            _ = poll(&ready, 1, Int32((limit - (now &- progress)) / 1_000_000) + 1)
+        }
+    }
+
     package func shutdown(_ how: Int32) { _ = Glibc.shutdown(rawValue, how) }
 
     package func waitReadable(milliseconds: Int32) -> Bool { descriptor.waitReadable(milliseconds: milliseconds) }

@@ -17,7 +17,11 @@ public struct SystemError: Error, CustomStringConvertible, Equatable {
     /// The call's failure with the calling thread's `errno` now.
     package static func current(_ call: String, _ object: String) -> SystemError { SystemError(call, object, code: .current) }
 
-    public var description: String { "\(call)(\(object)): \(code)" }
+    public var description: String {
+        // The lock OutputFile takes: say who holds it, not the errno.
+        if call == "flock", code == .wouldBlock { return "\(object): another process is writing it (it holds the file's lock)" }
+        return "\(call)(\(object)): \(code)"
+    }
 }
 
 /// Runs a system call that returns -1 and sets `errno` on failure, retrying

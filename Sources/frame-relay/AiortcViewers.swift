@@ -95,7 +95,7 @@ final class AiortcViewers: LoadTestWatchers {
                 guard let report = (try? JSONSerialization.jsonObject(with: Data(contentsOf: entry.report))) as? [String: Any] else {
                     // A viewer that failed: its own last words.
                     let words = (try? String(contentsOf: entry.report.deletingPathExtension().appendingPathExtension("log"), encoding: .utf8))?.split(separator: "\n").last
-                    log("load-test: a viewer of \(names[share]) saw nothing: \(words.map(String.init) ?? "no report")")
+                    log("load-test: a viewer of \(names[share]) saw nothing: \(words.map { PeerText.quoted($0) } ?? "no report")")
                     decoded.append(0)
                     lost = 100
                     continue

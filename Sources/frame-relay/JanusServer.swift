@@ -84,7 +84,7 @@ final class JanusServer {
             if (try? streaming.ping()) != nil { return }
             usleep(50_000)
         }
-        let words = ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n").suffix(3).joined(separator: " | ")
+        let words = PeerText.quoted(((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n").suffix(3).joined(separator: " | "))
         throw JanusError(url: url.description, code: 0, reason: "Janus did not start (\(words))")
     }
 

@@ -67,7 +67,7 @@ func hostShares(
     }
     /// A host that stopped before its time: its own words.
     func failure(_ host: Int) -> UsageError {
-        let words = (try? String(contentsOf: children[host].log, encoding: .utf8))?.split(separator: "\n").last.map(String.init)
+        let words = (try? String(contentsOf: children[host].log, encoding: .utf8))?.split(separator: "\n").last.map { PeerText.quoted($0) }
         return UsageError("load-test host \(host + 1) of \(hosts) stopped: " + (words ?? "exit status \(children[host].process.terminationStatus)"))
     }
     // Up when each one answers on its viewer port.

@@ -128,7 +128,7 @@ func runStep(
         return producerStopped != nil
     })
     if let (index, status) = producerStopped {
-        let words = (try? String(contentsOf: producerLogs[index], encoding: .utf8))?.split(separator: "\n").last.map(String.init)
+        let words = (try? String(contentsOf: producerLogs[index], encoding: .utf8))?.split(separator: "\n").last.map { PeerText.quoted($0) }
         throw UsageError("load-test: the producer of share \(index + 1) (\(groups[index].name)) stopped during the step: " + (words ?? "exit status \(status)"))
     }
     let end = MonotonicClock.now()

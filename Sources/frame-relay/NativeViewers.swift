@@ -65,7 +65,7 @@ final class NativeViewers: LoadTestWatchers {
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
         guard let data = FileManager.default.contents(atPath: report.path), let audience = try? JSONDecoder().decode(AudienceReport.self, from: data) else {
-            let words = (try? String(contentsOf: logFile, encoding: .utf8))?.split(separator: "\n").last.map(String.init) ?? "exit status \(process.terminationStatus)"
+            let words = (try? String(contentsOf: logFile, encoding: .utf8))?.split(separator: "\n").last.map { PeerText.quoted($0) } ?? "exit status \(process.terminationStatus)"
             log("load-test: the viewers (frame-relay subscribe) reported nothing: \(words)")
             return names.map { _ in nil }
         }

@@ -55,6 +55,16 @@ public final class Host {
         let log = self.log
         let quiet = s.quiet
         let say: @Sendable (String) -> Void = { message in if !quiet { log(message) } }
+        // An App Group another host serves is refused before any output is opened or truncated.
+        for group in s.groups {
+            if let pid = RingHost.otherHost(of: group) { throw RingError.appGroupHosted(appGroup: group.name, pid: pid) }
+        }
+        // The files written all along (recordings, the trace) next, each locked: one another live host
+        // writes is refused before Janus or anything else is touched.
+        let recorders = try s.encoding?.map { options in
+            try options.recordPath.map { path throws(RecordingError) in try SharePipeline.openRecording(path, frameRate: options.settings.frameRate) }
+        }
+        let traceFile = try s.tracePath.map { try TraceFile(path: $0) }
         // Janus first: each share's mountpoint says where its RTP goes.
         let janus = try JanusShares(s.groups, servers: s.janus, secret: s.janusSecret, log: say)
         defer { janus.close(log: log) }
@@ -69,7 +79,6 @@ public final class Host {
             options.janus = janus.mountpoints.indices.contains(index) ? janus.mountpoints[index] : nil
             return ShareReceiver(appGroup: s.groups[index], options: options, trace: s.tracePath != nil, log: say)
         }
-        let traceFile = try s.tracePath.map { try TraceFile(path: $0) }
         /// Appends every pending per-frame record as a JSON line (off the frame path).
         func drainTraces() {
             guard let traceFile else { return }
@@ -89,7 +98,9 @@ public final class Host {
         let broadcasts = s.http == nil ? nil : receivers.map { _ in FrameBroadcast() }
         // Pipelines before the viewer: bad settings and unwritable recordings fail before any frame.
         let pipelines = try s.encoding.map {
-            try $0.enumerated().map { index, options in try SharePipeline(options: options, rtp: transports?[index], viewers: broadcasts?[index]) }
+            try $0.enumerated().map { index, options in
+                try SharePipeline(options: options, rtp: transports?[index], viewers: broadcasts?[index], recorder: recorders?[index])
+            }
         }
         if let http = s.http, let broadcasts {
             let viewer = try ViewerServer(address: http.address, port: http.port, shares: zip(receivers, broadcasts).map { receiver, broadcast in

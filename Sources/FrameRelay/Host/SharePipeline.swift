@@ -21,7 +21,9 @@ public final class SharePipeline {
 
     public let encoder: VP8Encoder
     private let converter: FrameConverter
-    private let recorder: IVFWriter?
+    private var recorder: IVFWriter?
+    /// The recording's figures, when the share records.
+    public private(set) var recording: RecordingStats?
     /// The share's RTP stream and live viewers, when it has them.
     public let rtp: RTPSession?
     public let viewers: FrameBroadcast?
@@ -41,9 +43,10 @@ public final class SharePipeline {
     /// recordings need none: a viewer asks for its keyframe itself.
     public static let idleRepeatInterval: UInt64 = 1_000_000_000
 
-    /// Validates the settings and opens the recording now, so that a bad
-    /// setting or an unwritable path fails before any frame arrives.
-    public init(options: Options, rtp: RTPSession? = nil, viewers: FrameBroadcast? = nil) throws {
+    /// Validates the settings and opens the recording now (unless `recorder`
+    /// is one opened already), so that a bad setting or an unwritable path
+    /// fails before any frame arrives.
+    public init(options: Options, rtp: RTPSession? = nil, viewers: FrameBroadcast? = nil, recorder: IVFWriter? = nil) throws {
         encoder = try VP8Encoder(settings: options.settings)
         if let maxSize = options.maxSize {
             guard (2...FrameMetadata.maxDimension).contains(maxSize.width), (2...FrameMetadata.maxDimension).contains(maxSize.height) else {
@@ -53,18 +56,20 @@ public final class SharePipeline {
         // Parallel BGRA conversion only when this share has the machine to itself.
         let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         converter = FrameConverter(maxSize: options.maxSize, bands: FrameConverter.bands(concurrentEncoders: options.settings.concurrentEncoders, cores: cores))
-        if let path = options.recordPath {
-            do {
-                recorder = try IVFWriter(path: path, width: 0, height: 0)
-            } catch {
-                throw RecordingError(path: path, code: error.code)
-            }
-        } else {
-            recorder = nil
-        }
+        self.recorder = try recorder ?? options.recordPath.map { path throws(RecordingError) in try Self.openRecording(path, frameRate: options.settings.frameRate) }
+        recording = self.recorder.map { RecordingStats(path: $0.path) }
         self.rtp = rtp
         self.viewers = viewers
         damage = options.encodeEveryFrame ? nil : DamageDetector()
+    }
+
+    /// Opens a recording (its lock held: another live host's recording is never truncated).
+    public static func openRecording(_ path: String, frameRate: Int) throws(RecordingError) -> IVFWriter {
+        do {
+            return try IVFWriter(path: path, width: 0, height: 0, frameRate: frameRate)
+        } catch {
+            throw RecordingError(path: path, code: error.code)
+        }
     }
 
     /// Converts, encodes and hands one frame to every output, stamping
@@ -160,7 +165,7 @@ public final class SharePipeline {
             try encoder.encode(input, captureTime: captureTime, activeMap: activeMap, segments: segments, refineDelta: RefreshSchedule.refineDelta) { packet in
                 if encoded == 0 { encoded = MonotonicClock.now() }
                 stats.bytes += UInt64(packet.bytes.count)
-                try recorder?.write(packet)
+                record(packet)
                 if let rtp {
                     frame.timing.pictureID = rtp.send(packet, captureTime: captureTime)
                     sent = MonotonicClock.now()
@@ -178,6 +183,22 @@ public final class SharePipeline {
         stats.width = input.width
         stats.height = input.height
         stats.threads = encoder.threads
+    }
+
+    /// Appends a frame to the recording. A recording that cannot be written
+    /// (a full disk) stops with its whole frames kept; the share and its
+    /// other outputs go on.
+    private func record(_ packet: EncodedFrame) {
+        guard let recorder else { return }
+        do {
+            try recorder.write(packet)
+            recording?.frames += 1
+            recording?.bytes += UInt64(packet.bytes.count)
+        } catch {
+            recording?.stopped = "\(error.call): \(error.code)"
+            recorder.finish()
+            self.recorder = nil
+        }
     }
 
     /// Makes the next frame a keyframe.

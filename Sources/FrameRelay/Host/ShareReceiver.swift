@@ -61,6 +61,8 @@ public final class ShareReceiver: @unchecked Sendable {
 
     /// Whether the producer finished its broadcast (and no new one attached since).
     public private(set) var producerFinished = false
+    /// Whether the recording's stop has been said (once).
+    private var recordingStopReported = false
 
     /// Runs until `shouldStop` returns true, sending each frame down `pipeline`.
     public func run(shouldStop: () -> Bool, pipeline: SharePipeline? = nil) throws {
@@ -97,6 +99,10 @@ public final class ShareReceiver: @unchecked Sendable {
                     try pipeline?.process(&frame)
                     latency.record(frame.timing)
                     trace?.push(frame.timing)
+                    if let recording = pipeline?.recording, let reason = recording.stopped, !recordingStopReported {
+                        recordingStopReported = true
+                        record("recording-stopped", "\(recording.path) after \(recording.frames) frames: \(reason); the share and its other outputs go on")
+                    }
                 } catch let invalid as InvalidFrame {
                     // One bad frame: counted and skipped; the share goes on, and so do the others.
                     frame.timing.encoded = 0
@@ -115,7 +121,7 @@ public final class ShareReceiver: @unchecked Sendable {
                 stats.producerFinished = false
                 awaitingFirstFrame = true
                 if let rate = options.maxFrameRate { host.requestMaxFrameRate(rate) }
-                record("attached", "producer \(pid)" + (setupInfo.isEmpty ? "" : " setup \(setupInfo)"), time: createdAt)
+                record("attached", "producer \(pid)" + (setupInfo.isEmpty ? "" : " setup \(PeerText.quoted(setupInfo))"), time: createdAt)
             case .lifecycle(let state):
                 if state == .finished {
                     producerFinished = true
@@ -180,6 +186,7 @@ public final class ShareReceiver: @unchecked Sendable {
         stats.cpuSeconds = Double(cpu.tv_sec) + Double(cpu.tv_nsec) / 1e9
         stats.encoded = pipeline?.stats
         stats.transport = pipeline?.rtp?.summary
+        stats.recording = pipeline?.recording
         latency.fill(&stats)
         if now &- recentWindowStart >= 1_000_000_000, pipeline != nil {
             recentWindowStart = now

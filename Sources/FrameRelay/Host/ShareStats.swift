@@ -37,6 +37,8 @@ public struct ShareStats: Sendable, Codable {
     public var encoded: EncodeStats?
     /// The RTP stream's figures, when the host streams.
     public var transport: TransportStats?
+    /// The recording's figures, when the share records (`--record`).
+    public var recording: RecordingStats?
     /// The Janus mountpoint the share streams into (`--janus`).
     public var janus: JanusMountpoint?
     /// The latest lifecycle and connection events (at most ``historyLimit``) with their CLOCK_MONOTONIC time (ns).

@@ -10,29 +10,41 @@ import FrameRelaySystem
 ///  6 header size 32 (u16)                 4 pts (u64, time base units)
 ///  8 "VP80"  12 width (u16) 14 height (u16)
 /// 16 time base denominator (u32)  20 numerator (u32)
-/// 24 frame count (u32)            28 unused
+/// 24 length (u32)                 28 unused
 /// ```
-/// All little-endian. Each frame goes out in one `writev`, and the frame
-/// count is patched every 16 frames and on close, so a file cut short by a
-/// `kill -9` still holds only whole frames.
+/// All little-endian. The time base is one frame of the share's frame rate
+/// and the first frame's pts is 0, each frame at its capture time's frame
+/// (strictly after the one before). The length is the last pts + 1: the
+/// number of frames when every frame is encoded, and what ffmpeg reads as
+/// the duration in time base units either way. Each frame goes out in one
+/// `writev` and the length is patched after it, so a file cut short by a
+/// `kill -9` holds whole frames and says how long they last. A write that
+/// fails (a full disk) cuts the file back to its last whole frame.
 public final class IVFWriter {
     public let path: String
+    /// Frames written whole.
     public private(set) var frameCount: UInt32 = 0
     private let file: FileDescriptor
+    private let frameRate: Int
     private var isFinished = false
     private var header = [UInt8](repeating: 0, count: 12)
+    /// The first frame's 90 kHz pts (the file's zero), the last pts written (frames), and where the last whole frame ends.
+    private var firstPts: Int64?
+    private var lastPts: Int64 = -1
+    private var end = 32
 
-    /// Creates (or truncates) `path`; throws a ``SystemError`` naming it.
-    public init(path: String, width: Int, height: Int, timebaseDenominator: UInt32 = 90_000) throws(SystemError) {
+    /// Creates (or truncates) `path`, holding its lock; throws a ``SystemError`` naming it.
+    public init(path: String, width: Int, height: Int, frameRate: Int = 30) throws(SystemError) {
         file = try OutputFile.open(path)
         self.path = path
-        let header = Self.fileHeader(width: width, height: height, timebaseDenominator: timebaseDenominator)
+        self.frameRate = max(1, frameRate)
+        let header = Self.fileHeader(width: width, height: height, timebaseDenominator: UInt32(self.frameRate))
         try header.withUnsafeBytes { bytes in Result { () throws(SystemError) in try file.writeAll(bytes) } }.get()
     }
 
     deinit { finish() }
 
-    /// The 32-byte IVF file header (frame count 0), also the start of a live IVF stream.
+    /// The 32-byte IVF file header (length 0), also the start of a live IVF stream.
     static func fileHeader(width: Int, height: Int, timebaseDenominator: UInt32 = 90_000) -> [UInt8] {
         var file = [UInt8](repeating: 0, count: 32)
         file.replaceSubrange(0..<4, with: Array("DKIF".utf8))
@@ -49,18 +61,30 @@ public final class IVFWriter {
         withUnsafeBytes(of: value.littleEndian) { for (i, b) in $0.enumerated() { bytes[offset + i] = b } }
     }
 
-    /// Appends one frame.
+    /// Appends one frame (its pts in 90 kHz units); on a failed write, the
+    /// file is cut back to its last whole frame and the error thrown.
     public func write(_ frame: EncodedFrame) throws(SystemError) {
-        Self.put(&header, 0, UInt32(frame.bytes.count))
-        Self.put(&header, 4, UInt64(bitPattern: frame.pts))
         guard !isFinished else { throw SystemError("writev", path, code: Errno(EBADF)) }  // the file was finished
-        try header.withUnsafeBytes { head in Result { () throws(SystemError) in try file.writeAll(head, frame.bytes) } }.get()
+        let first = firstPts ?? frame.pts
+        firstPts = first
+        let pts = max(lastPts + 1, (frame.pts - first) * Int64(frameRate) / 90_000)
+        Self.put(&header, 0, UInt32(frame.bytes.count))
+        Self.put(&header, 4, UInt64(pts))
+        do {
+            try header.withUnsafeBytes { head in Result { () throws(SystemError) in try file.writeAll(head, frame.bytes) } }.get()
+        } catch {
+            try? file.truncate(to: end)
+            patchLength()
+            throw error
+        }
+        end += 12 + frame.bytes.count
+        lastPts = pts
         frameCount += 1
-        if frameCount % 16 == 0 { patchCount() }
+        patchLength()
     }
 
-    private func patchCount() {
-        withUnsafeBytes(of: frameCount.littleEndian) { bytes in _ = try? file.write(bytes, at: 24) }
+    private func patchLength() {
+        withUnsafeBytes(of: UInt32(clamping: lastPts + 1).littleEndian) { bytes in _ = try? file.write(bytes, at: 24) }
     }
 
     /// Sets the picture size in the file header (known once the first frame arrives).
@@ -69,10 +93,10 @@ public final class IVFWriter {
         withUnsafeBytes(of: size) { bytes in _ = try? file.write(bytes, at: 12) }
     }
 
-    /// Writes the final frame count (the file closes when the writer goes away).
+    /// Writes the final length (the file closes when the writer goes away).
     public func finish() {
         guard !isFinished else { return }
         isFinished = true
-        patchCount()
+        patchLength()
     }
 }

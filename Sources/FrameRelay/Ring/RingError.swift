@@ -11,6 +11,8 @@ public enum RingError: Error, CustomStringConvertible {
     case malformedHeader(segment: String, reason: String)
     case producerRunning(segment: String, pid: Int32)
     case hostRunning(segment: String, pid: Int32)
+    /// Another host serves the App Group: this one stops before opening any output.
+    case appGroupHosted(appGroup: String, pid: Int32)
     case frameTooLarge(bytes: Int, capacity: Int)
     case badCapacity(Int)
 
@@ -27,13 +29,15 @@ public enum RingError: Error, CustomStringConvertible {
         case .versionMismatch(let segment, let found):
             "refusing segment \(segment): ring version \(found), this build speaks version \(RingLayout.version)"
         case .appGroupMismatch(let segment, let expected, let found):
-            "refusing segment \(segment): it belongs to App Group \"\(found)\", not \"\(expected)\""
+            "refusing segment \(segment): it belongs to App Group \"\(PeerText.quoted(found))\", not \"\(expected)\""
         case .malformedHeader(let segment, let reason):
             "refusing segment \(segment): malformed header (\(reason))"
         case .producerRunning(let segment, let pid):
             "segment \(segment) is in use by another producer (pid \(pid))"
         case .hostRunning(let segment, let pid):
             "segment \(segment) already has a host attached (pid \(pid))"
+        case .appGroupHosted(let appGroup, let pid):
+            "\(appGroup) is already hosted by pid \(pid): this host opened and wrote nothing"
         case .frameTooLarge(let bytes, let capacity):
             "frame of \(bytes) bytes does not fit the ring's \(capacity)-byte slots"
         case .badCapacity(let capacity):

@@ -107,6 +107,17 @@ public final class RingHost {
         self.attachment = nil
     }
 
+    /// The live host attached to `appGroup`'s ring now, other than this
+    /// process, if any: a second host is refused before it opens any output
+    /// (a recording it would truncate, a report, a mountpoint).
+    public static func otherHost(of appGroup: AppGroup) -> Int32? {
+        guard let segment = try? SharedMemorySegment.open(name: appGroup.sharedMemoryName) else { return nil }
+        let header = RingHeader(base: segment.base)
+        guard case .ring = try? header.inspect(mappedSize: segment.size, appGroup: appGroup, segment: appGroup.sharedMemoryName) else { return nil }
+        let holder = Int32(bitPattern: header.hostPid.pointee.load(ordering: .acquiring))
+        return holder != 0 && holder != getpid() && processIsAlive(holder) ? holder : nil
+    }
+
     // MARK: - Attaching
 
     private func attach() throws(RingError) -> HostEvent? {

@@ -69,8 +69,14 @@ public final class RTPReceiver {
     /// Where the followed stream's RTP comes from, and where the packet being handled came from.
     private var streamSource = SocketAddress()
     private var packetSource = SocketAddress()
-    /// Feedback bytes allowed per byte of RTP received.
-    static let feedbackBudget: UInt64 = 10
+    /// Feedback may be a tenth of the RTP received, from a credit that
+    /// fills with what comes in and holds at most ``feedbackBurst`` bytes
+    /// (a receiver report, a PLI and a hundred NACKs): what a long stream
+    /// left over cannot pay for a burst of feedback to a stream of gaps.
+    static let feedbackShare = 10
+    static let feedbackBurst = 2_048
+    /// Feedback credit, in tenths of a byte.
+    private var feedbackCredit = 0
     private let receiverSSRC = UInt32.random(in: 1...UInt32.max)
     /// Called with each decoded picture's frame number (nil when unreadable).
     public var onPicture: ((UInt64?, DecodedPicture) -> Void)?
@@ -166,6 +172,7 @@ public final class RTPReceiver {
         reception?.record(sequence: header.sequence, timestamp: header.timestamp, arrival: now)
         stats.ssrc = header.ssrc
         stats.bytesReceived &+= UInt64(packet.count)
+        feedbackCredit = min(Self.feedbackBurst * Self.feedbackShare, feedbackCredit + packet.count)
         streamSource = packetSource
         if let last = lastCompletedTimestamp, Int32(bitPattern: header.timestamp &- last) <= 0 { return }  // late or resent after completion
         let payload = UnsafeRawBufferPointer(rebasing: packet[header.payloadOffset...])
@@ -241,7 +248,7 @@ public final class RTPReceiver {
         lastReport = now
         let length = 48
         // Withheld, the report is not computed: the next one's fraction lost covers both seconds.
-        guard withinBudget(length) else {
+        guard feedbackCredit >= length * Self.feedbackShare else {
             stats.feedbackWithheld += 1
             return
         }
@@ -271,7 +278,10 @@ public final class RTPReceiver {
         return (try? rtcpSocket.send(UnsafeRawBufferPointer(start: feedbackBuffer, count: length), to: sender)) == length
     }
 
+    /// Takes `length` bytes of feedback from the credit, if it holds them.
     private func withinBudget(_ length: Int) -> Bool {
-        (stats.feedbackBytes + UInt64(length)) * Self.feedbackBudget <= stats.bytesReceived
+        guard feedbackCredit >= length * Self.feedbackShare else { return false }
+        feedbackCredit -= length * Self.feedbackShare
+        return true
     }
 }

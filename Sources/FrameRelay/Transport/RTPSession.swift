@@ -72,6 +72,11 @@ public final class RTPSession {
         if let first = sources.first ?? nil, sources.allSatisfy({ $0?.sameHost(as: first) ?? false }) { local = first.withPort(0) }
         try Self.system { () throws(SystemError) in try rtcp.bind(to: local) }
         rtcpPort = try Self.system { () throws(SystemError) in try rtcp.localAddress().port }
+        // The RTP socket only sends: on the same address, and with one
+        // destination connected to it, so that the kernel drops what anyone
+        // else sends it (nothing reads it; it would fill its buffer).
+        try Self.system { () throws(SystemError) in try rtp.bind(to: local) }
+        if options.destinations.count == 1 { try Self.system { () throws(SystemError) in try rtp.connect(to: options.destinations[0].address) } }
         rtpSocket = rtp
         rtcpSocket = rtcp
         ssrc = UInt32.random(in: 1...UInt32.max)

@@ -21,11 +21,14 @@ public final class HTTPServer: @unchecked Sendable {
         let socket: Socket
         /// A HEAD request: responses send their headers only.
         public internal(set) var isHead = false
+        /// How long a write may wait on a client that takes nothing (seconds).
+        var stallLimit = HTTPServer.sendStallLimit
         init(_ socket: consuming Socket) { self.socket = socket }
 
-        /// Writes all of `bytes`; false when the peer is gone.
+        /// Writes all of `bytes`; false when the peer is gone, or took
+        /// nothing for ``stallLimit`` seconds.
         @discardableResult
-        public func write(_ bytes: UnsafeRawBufferPointer) -> Bool { (try? socket.sendAll(bytes)) != nil }
+        public func write(_ bytes: UnsafeRawBufferPointer) -> Bool { (try? socket.sendAll(bytes, stallLimit: stallLimit)) != nil }
 
         @discardableResult
         public func write(_ text: String) -> Bool {
@@ -71,6 +74,12 @@ public final class HTTPServer: @unchecked Sendable {
     static let reservedPaths: Set<String> = ["/stats.json", "/metrics"]
     /// The most time a client has to send its request's head.
     public static let requestDeadline: UInt64 = 5_000_000_000
+    /// How long an answer may wait on a client that takes nothing (a live
+    /// stream's reader that stopped reading): then the connection is closed
+    /// and its slot makes way. The send buffer is kept small, so that little
+    /// of the stream waits in it once the client's own buffers are full.
+    public static let sendStallLimit = 10.0
+    public static let sendBufferBytes: Int32 = 128 << 10
     /// Binds `address:port` (loopback unless told otherwise); throws an
     /// ``HTTPServerError`` naming the address when it is taken or invalid.
     public init(address: String, port: Int, handler: @escaping @Sendable (Request, Connection) -> Void) throws(HTTPServerError) {
@@ -136,7 +145,7 @@ public final class HTTPServer: @unchecked Sendable {
     /// Answers and shuts a connection that will not be served; the send
     /// cannot block long (a short send timeout, an empty socket buffer).
     private func refuse(_ connection: Connection, _ status: String, _ text: String, extraHeaders: String = "") {
-        try? connection.socket.setTimeouts(send: 0.1)
+        connection.stallLimit = 0.1
         connection.respond(status: status, contentType: "text/plain", body: Array((text + "\n").utf8), extraHeaders: extraHeaders)
     }
 
@@ -201,7 +210,13 @@ public final class HTTPServer: @unchecked Sendable {
             }
             defer { if !reserved { viewing.subtract(1, ordering: .relaxed) } }
             connection.isHead = request.method == "HEAD"
+            try? connection.socket.setOption(SOL_SOCKET, SO_SNDBUF, Self.sendBufferBytes)
             handler(request, connection)
+            // Requests pipelined after this one are not answered (the answer
+            // said Connection: close): read them away before closing, so that
+            // the close is a FIN after our answer, not a reset that could
+            // destroy it on its way.
+            drainBeforeClosing(connection.socket)
         }
     }
 

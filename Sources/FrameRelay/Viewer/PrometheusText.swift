@@ -28,6 +28,9 @@ enum PrometheusText {
         counter("frames_located_total", "Frames the producer said where they changed: converted and compared only there.") { $0.encoded?.located ?? 0 }
         counter("frames_partial_total", "Frames encoded only where the screen changed or still refines (an active map).") { $0.encoded?.partial ?? 0 }
         counter("encoded_bytes_total", "VP8 bytes produced.") { $0.encoded?.bytes ?? 0 }
+        counter("recorded_frames_total", "Whole frames written to the share's recording (--record).") { $0.recording?.frames }
+        metric("recording_stopped", "gauge", "1 when the share's recording stopped before the share (a full disk); the share goes on.",
+               shares.compactMap { share in share.recording.map { (label(share), $0.stopped == nil ? 0 : 1) } })
         counter("rtp_packets_total", "RTP packets sent.") { $0.transport?.packets ?? 0 }
         counter("rtp_payload_bytes_total", "RTP payload bytes sent (the Sender Report's octet count).") { $0.transport?.octets }
         counter("rtp_send_errors_total", "RTP packets the kernel refused to send.") { $0.transport?.sendErrors }

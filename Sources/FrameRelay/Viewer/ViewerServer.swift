@@ -147,23 +147,33 @@ public final class ViewerServer: Sendable {
     }
 
     private static func makeSnapshot(_ share: Share) -> [UInt8]? {
-        // The newest keyframe held is where decoding starts; only without one is a keyframe asked for.
-        if share.broadcast.startSequence == nil { share.keyframes.ask(.viewer) }
+        // From the newest keyframe held; when the broadcast no longer holds
+        // it (more frames since than it keeps, as on a host with no periodic
+        // keyframes) or holds none, a new keyframe is asked for and waited for.
+        if let picture = decodeFromNewestKeyframe(share.broadcast) { return try? JPEGEncoder(quality: 85).jpeg(of: picture) }
+        let before = share.broadcast.startSequence
+        share.keyframes.ask(.viewer)
         let deadline = MonotonicClock.now() + 2_000_000_000
-        while share.broadcast.startSequence == nil, MonotonicClock.now() < deadline { usleep(10_000) }
-        guard let start = share.broadcast.startSequence, let decoder = try? VP8Decoder() else { return nil }
-        let end = share.broadcast.count
+        while share.broadcast.startSequence == before, MonotonicClock.now() < deadline { usleep(10_000) }
+        guard share.broadcast.startSequence != before, let picture = decodeFromNewestKeyframe(share.broadcast) else { return nil }
+        return try? JPEGEncoder(quality: 85).jpeg(of: picture)
+    }
+
+    /// Decodes from the newest keyframe to the newest frame; nil when none is
+    /// held, or a frame on the way has been overwritten.
+    private static func decodeFromNewestKeyframe(_ broadcast: FrameBroadcast) -> PixelBuffer? {
+        guard let start = broadcast.startSequence, let decoder = try? VP8Decoder() else { return nil }
+        let end = broadcast.count
         var frame = [UInt8]()
         var picture: PixelBuffer?
         var sequence = start
         while sequence < end {
-            guard let got = try? share.broadcast.read(sequence, into: &frame) else { return nil }
+            guard let got = try? broadcast.read(sequence, into: &frame) else { return nil }
             frame.withUnsafeBytes { bytes in
                 _ = decoder.decode(UnsafeRawBufferPointer(rebasing: bytes[..<got.size])) { picture = try? $0.copyI420() }
             }
             sequence += 1
         }
-        guard let picture else { return nil }
-        return try? JPEGEncoder(quality: 85).jpeg(of: picture)
+        return picture
     }
 }

@@ -1,0 +1,11 @@
+/// What a share's recording did: its file, the whole frames and bytes in
+/// it, and why it stopped before the share did, if it did (a full disk: the
+/// share's other outputs went on).
+public struct RecordingStats: Sendable, Codable, Equatable {
+    public var path: String
+    public var frames: UInt64 = 0
+    public var bytes: UInt64 = 0
+    public var stopped: String?
+
+    public init(path: String) { self.path = path }
+}

@@ -206,4 +206,42 @@ import Testing
             """], timeout: 30)
         #expect(client.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "1 True True clean close", "\(client.stdout) \(client.stderr)")
     }
+
+    /// Janus picks a mountpoint's two ports itself, and two mountpoints
+    /// created at once can interleave them (10000 and 10003 in a 2-share
+    /// load test): the host sends RTP to the one and its sender reports to
+    /// the other, whatever their distance.
+    @Test func janusPortsAreTakenAsJanusGivesThem() throws {
+        let receiver = Spawned("/usr/bin/python3", ["-c", """
+            import socket, select, time
+            rtp, rtcp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM), socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            rtp.bind(("127.0.0.1", 0)); rtcp.bind(("127.0.0.1", 0))
+            while rtcp.getsockname()[1] == rtp.getsockname()[1] + 1:
+                rtcp.close(); rtcp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); rtcp.bind(("127.0.0.1", 0))
+            print("ports", rtp.getsockname()[1], rtcp.getsockname()[1], flush=True)
+            got = {"rtp": 0, "sr": 0}
+            end = time.time() + 20
+            while time.time() < end and not (got["rtp"] and got["sr"]):
+                for s in select.select([rtp, rtcp], [], [], 0.5)[0]:
+                    data = s.recv(2048)
+                    if s is rtp and data[1] & 0x7F == 96: got["rtp"] += 1
+                    if s is rtcp and data[1] == 200: got["sr"] += 1
+            print("got", got["rtp"] > 0, got["sr"] > 0, flush=True)
+            """])
+        defer { receiver.signal(SIGTERM) }
+        for _ in 0..<100 where !receiver.stdout.contains("ports") { usleep(50_000) }
+        let ports = receiver.stdout.split(whereSeparator: \.isWhitespace).dropFirst().prefix(2).compactMap { Int($0) }
+        try #require(ports.count == 2 && ports[1] != ports[0] + 1, "\(receiver.stdout)")
+        let (janus, port) = try fakeJanus(#"b'{"janus":"success","data":{"id":7},"plugindata":{"data":{"stream":{"ports":[{"port":\#(ports[0]),"rtcp_port":\#(ports[1])}]}}}}'"#)
+        defer { janus.signal(SIGTERM) }
+        let group = uniqueGroup("janusports")
+        let h = host([group], ["--janus", "http://127.0.0.1:\(port)/janus", "--duration", "6"])
+        let p = producer(group, ["--size", "320x240", "--fps", "30", "--duration", "8", "--quiet"])
+        defer { p.signal(SIGTERM); _ = p.wait() }
+        #expect(h.waitForLog("RTP to port \(ports[0]), RTCP to \(ports[1])"), "\(h.stderr)")
+        for _ in 0..<200 where !receiver.stdout.contains("got") { usleep(100_000) }
+        #expect(receiver.stdout.contains("got True True"), "\(receiver.stdout) \(h.stderr)")
+        h.signal(SIGINT)
+        _ = h.wait()
+    }
 }

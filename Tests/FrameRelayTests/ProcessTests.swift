@@ -136,7 +136,7 @@ import Testing
         #expect(first.waitForLog("first-frame"))
         let second = host([group], ["--quiet"])
         #expect(second.wait(timeout: 10) == 1)
-        #expect(second.stderr.contains("already has a host attached (pid \(first.pid))"))
+        #expect(second.stderr.contains("is already hosted by pid \(first.pid)"))
         first.signal(SIGINT)
         #expect(first.wait() == 0)
         p.signal(SIGTERM)

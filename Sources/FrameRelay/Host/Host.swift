@@ -71,8 +71,8 @@ public final class Host {
         // Janus alone is a stream too: a session per share for it.
         var streaming = s.streaming ?? (janus.mountpoints.isEmpty ? nil : s.groups.map { _ in RTPSession.Options() })
         for (index, mountpoint) in janus.mountpoints.enumerated() {
-            streaming?[index].destinations.append(try Destination("\(mountpoint.host.contains(":") ? "[\(mountpoint.host)]" : mountpoint.host):\(mountpoint.rtpPort)"))
-            say("\(s.groups[index]): Janus mountpoint \(mountpoint.id) on \(mountpoint.janus)" + (mountpoint.reclaimed ? " (taken back from an earlier host)" : "") + ", RTP to port \(mountpoint.rtpPort)")
+            streaming?[index].destinations.append(try Destination("\(mountpoint.host.contains(":") ? "[\(mountpoint.host)]" : mountpoint.host):\(mountpoint.rtpPort)").withRTCPPort(mountpoint.rtcpPort))
+            say("\(s.groups[index]): Janus mountpoint \(mountpoint.id) on \(mountpoint.janus)" + (mountpoint.reclaimed ? " (taken back from an earlier host)" : "") + ", RTP to port \(mountpoint.rtpPort), RTCP to \(mountpoint.rtcpPort)")
         }
         let receivers = s.groups.indices.map { index in
             var options = s.options

@@ -7,9 +7,11 @@ public struct JanusMountpoint: Sendable, Codable, Equatable {
     public var id: UInt64
     /// The App Group it carries.
     public var name: String
-    /// Where Janus takes the share's RTP and RTCP (the RTCP port is the next one).
+    /// Where Janus takes the share's RTP and RTCP (Janus picks both ports;
+    /// two mountpoints created at once can interleave them).
     public var host: String
     public var rtpPort: Int
+    public var rtcpPort: Int
     /// Taken back from an earlier host of the same App Group that did not destroy it (a `kill -9`).
     public var reclaimed: Bool
 
@@ -49,10 +51,10 @@ extension JanusStreaming {
             ports = (media?["port"]?.unsigned, media?["rtcpport"]?.unsigned)
             reclaimed = true
         }
-        guard let rtp = ports.rtp, let rtcp = ports.rtcp, (1...65534).contains(rtp), rtcp == rtp + 1 else {
-            throw JanusError(url: url.description, code: 0, reason: "mountpoint \(id) has RTP port \(ports.rtp ?? 0) and RTCP port \(ports.rtcp ?? 0): expected a port and the next one (is its secret right?)")
+        guard let rtp = ports.rtp, let rtcp = ports.rtcp, (1...65535).contains(rtp), (1...65535).contains(rtcp), rtp != rtcp else {
+            throw JanusError(url: url.description, code: 0, reason: "mountpoint \(id) has RTP port \(ports.rtp ?? 0) and RTCP port \(ports.rtcp ?? 0): expected two ports (is its secret right?)")
         }
-        return JanusMountpoint(janus: url.description, id: id, name: appGroup.name, host: url.host, rtpPort: Int(rtp), reclaimed: reclaimed)
+        return JanusMountpoint(janus: url.description, id: id, name: appGroup.name, host: url.host, rtpPort: Int(rtp), rtcpPort: Int(rtcp), reclaimed: reclaimed)
     }
 
     /// Asks Janus about the mountpoint; throws when Janus is gone or has lost it.

@@ -1,10 +1,12 @@
 @preconcurrency import Glibc
 import FrameRelaySystem
 
-/// Where RTP goes: a resolved address and port; RTCP goes to the next port.
+/// Where RTP goes: a resolved address and port; RTCP goes to the next
+/// port unless the receiver named another (a Janus mountpoint's).
 public struct Destination: Sendable, CustomStringConvertible {
     public let host: String
     public let port: Int
+    public let rtcpPort: Int
     let address: SocketAddress
 
     /// Parses and resolves `HOST:PORT` (`[::1]:5004` for IPv6); throws a
@@ -29,21 +31,28 @@ public struct Destination: Sendable, CustomStringConvertible {
         }
         self.host = String(host)
         self.port = port
+        rtcpPort = port + 1
     }
 
-    private init(host: String, port: Int, address: SocketAddress) {
+    private init(host: String, port: Int, rtcpPort: Int, address: SocketAddress) {
         self.host = host
         self.port = port
+        self.rtcpPort = rtcpPort
         self.address = address
     }
 
     var family: Int32 { address.family }
 
     /// The same host, `offset` ports further (the Nth share of a host).
-    public func withPortOffset(_ offset: Int) -> Destination { withPort(port + offset) }
+    public func withPortOffset(_ offset: Int) -> Destination {
+        Destination(host: host, port: port + offset, rtcpPort: rtcpPort + offset, address: address.withPort(port + offset))
+    }
 
-    /// The same host, another port.
-    func withPort(_ newPort: Int) -> Destination { Destination(host: host, port: newPort, address: address.withPort(newPort)) }
+    /// The same RTP port, with RTCP going to `newPort`.
+    public func withRTCPPort(_ newPort: Int) -> Destination { Destination(host: host, port: port, rtcpPort: newPort, address: address) }
+
+    /// Where this destination's RTCP goes.
+    var rtcpAddress: SocketAddress { address.withPort(rtcpPort) }
 
     public var description: String { family == AF_INET6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
 }

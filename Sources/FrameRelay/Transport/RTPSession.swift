@@ -27,7 +27,7 @@ public final class RTPSession {
     private let scratch: UnsafeMutableRawPointer
     private var history: RetransmissionHistory
     private let receiveBuffer: UnsafeMutableRawBufferPointer
-    private let rtcpDestinations: [Destination]
+    private let rtcpDestinations: [SocketAddress]
     private var monotonicBase: UInt64?
     private let rtpBase = UInt32.random(in: 0...UInt32.max)
     private var lastSenderReport: UInt64 = 0
@@ -85,7 +85,7 @@ public final class RTPSession {
         scratch = .allocate(byteCount: options.maxPacketSize, alignment: 16)
         history = RetransmissionHistory(packetSize: options.maxPacketSize)
         receiveBuffer = .allocate(byteCount: 1500, alignment: 16)
-        rtcpDestinations = options.destinations.map { $0.withPort($0.port + 1) }
+        rtcpDestinations = options.destinations.map(\.rtcpAddress)
         feedback.nacked.reserveCapacity(256)
         asks = Array(repeating: false, count: options.destinations.count)
         promised = Array(repeating: 0, count: options.destinations.count)
@@ -192,7 +192,7 @@ public final class RTPSession {
             }
             // A promise speaks for the one destination whose RTCP port it comes from.
             if feedback.asksForRepair {
-                for (index, destination) in rtcpDestinations.enumerated() where destination.address.sameHost(as: from) && from.port == destination.port {
+                for (index, destination) in rtcpDestinations.enumerated() where destination.sameHost(as: from) && from.port == destination.port {
                     promised[index] = now
                 }
             }
@@ -219,7 +219,7 @@ public final class RTPSession {
         let ntpFraction = (UInt64(wall.tv_nsec) << 32) / 1_000_000_000
         RTCP.writeSenderReport(into: scratch, ssrc: ssrc, ntp: ntpSeconds << 32 | ntpFraction, rtpTimestamp: rtpTimestamp(now),
                                packets: UInt32(truncatingIfNeeded: stats.packets), octets: UInt32(truncatingIfNeeded: stats.octets))
-        for destination in rtcpDestinations { _ = try? rtcpSocket.send(UnsafeRawBufferPointer(start: scratch, count: 28), to: destination.address) }
+        for destination in rtcpDestinations { _ = try? rtcpSocket.send(UnsafeRawBufferPointer(start: scratch, count: 28), to: destination) }
         stats.senderReports += 1
     }
 

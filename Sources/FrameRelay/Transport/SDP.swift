@@ -15,7 +15,7 @@ public enum SDP {
             t=0 0
             m=video \(destination.port) RTP/AVP 96
             a=rtpmap:96 VP8/90000
-            a=rtcp:\(destination.port + 1)
+            a=rtcp:\(destination.rtcpPort)
             a=rtcp-fb:96 nack
             a=rtcp-fb:96 nack pli
             a=rtcp-fb:96 ccm fir

@@ -83,7 +83,7 @@ extension ParsableCommand {
             var right = option.help
             // "(default: VALUE)" is kept on one line where it fits: its space is no break point then.
             if let value = option.defaultText { right += " (default:" + (value.count < 38 ? "\u{0}" : " ") + "\(value))" }
-            if option.repeatable { right += " (repeatable)" }
+            if option.repeatable, !right.contains("repeatable") { right += " (repeatable)" }
             let column = String(repeating: " ", count: 30)
             let wrapped = wrap(right, width: 50, indent: "").map { String($0.map { $0 == "\u{0}" ? " " : $0 }) }
             if left.count <= 28 {

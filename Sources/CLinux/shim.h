@@ -1,7 +1,7 @@
 // Linux calls that Swift cannot make directly (epoll and eventfd are not
 // in the Glibc module): futex goes through the
-// variadic syscall(2), prctl(2) is variadic, and strerrorname_np(3) and
-// statfs(2) are not in the Glibc module.
+// variadic syscall(2), prctl(2) is variadic, and strerrorname_np(3),
+// statfs(2) and struct ucred are not in the Glibc module.
 #pragma once
 #include <errno.h>
 #include <linux/futex.h>
@@ -31,6 +31,17 @@ static inline int clinux_futex_wake(uint32_t *word) {
 /// exits. Returns 0 or -1 + errno.
 static inline int clinux_set_parent_death_signal(int sig) {
     return prctl(PR_SET_PDEATHSIG, (unsigned long)sig, 0UL, 0UL, 0UL);
+}
+
+/// The pid of the process at the other end of a connected Unix socket
+/// (SO_PEERCRED: struct ucred needs _GNU_SOURCE, which the Glibc module lacks). -1 + errno on failure.
+/// Through syscall(2): sys/socket.h here would clash with the Glibc module's socket types.
+struct clinux_ucred { int32_t pid; uint32_t uid; uint32_t gid; };
+static inline int clinux_peer_pid(int fd) {
+    struct clinux_ucred credentials;
+    uint32_t size = sizeof credentials;
+    if (syscall(SYS_getsockopt, fd, 1 /* SOL_SOCKET */, 17 /* SO_PEERCRED */, &credentials, &size) != 0) return -1;
+    return credentials.pid;
 }
 
 extern const char *strerrorname_np(int errnum);

@@ -91,6 +91,8 @@ public enum HTTPClient {
             guard let n = received else { throw fail("no answer within \(timeout) s") }  // the receive timeout ran out
             if n == 0 { break }
             response += buffer[..<n]
+            // A whole answer on a connection the server keeps open is whole all the same.
+            if isComplete(response) { break }
         }
         guard let end = response.firstRange(of: Array("\r\n\r\n".utf8)) else { throw fail("not an HTTP response") }
         let statusLine = String(decoding: response[..<end.lowerBound].prefix { $0 != 13 }, as: UTF8.self).split(separator: " ")
@@ -100,6 +102,22 @@ public enum HTTPClient {
         guard headers.contains("transfer-encoding: chunked") else { return Response(status: status, body: Array(body)) }
         guard let decoded = dechunk(body) else { throw fail("malformed chunked body") }
         return Response(status: status, body: decoded)
+    }
+
+    /// Whether `response` holds a whole answer by its own framing: the
+    /// `Content-Length` it names, or the last chunk of a chunked body.
+    /// Without either, the answer ends when the server closes.
+    package static func isComplete(_ response: [UInt8]) -> Bool {
+        guard let end = response.firstRange(of: Array("\r\n\r\n".utf8)) else { return false }
+        let headers = String(decoding: response[..<end.lowerBound], as: UTF8.self).lowercased().split(separator: "\r\n")
+        let body = response[end.upperBound...]
+        if headers.contains(where: { $0.hasPrefix("transfer-encoding:") && $0.contains("chunked") }) {
+            return body.suffix(5).elementsEqual(Array("0\r\n\r\n".utf8)) && dechunk(body) != nil
+        }
+        guard let field = headers.first(where: { $0.hasPrefix("content-length:") }),
+            let length = Int(field.dropFirst("content-length:".count).trimmingPrefix(while: \.isWhitespace)), length >= 0
+        else { return false }
+        return body.count >= length
     }
 
     /// A socket connected to the first of `addresses` that answers (localhost: ::1, then 127.0.0.1).

@@ -1,4 +1,5 @@
 @preconcurrency import Glibc
+internal import CLinux
 
 /// A socket with one owner (closed when it goes away), and the calls made
 /// on it. Calls on a non-blocking socket return `nil` for `EAGAIN`.
@@ -8,7 +9,7 @@ public struct Socket: ~Copyable {
 
     /// A new socket (`SOCK_CLOEXEC` always; `SOCK_NONBLOCK` when `nonBlocking`).
     package init(family: Int32, type: __socket_type, nonBlocking: Bool = false) throws(SystemError) {
-        let name = type == SOCK_DGRAM ? "udp" : "tcp"
+        let name = family == AF_UNIX ? "unix socket" : type == SOCK_DGRAM ? "udp" : "tcp"
         let flags = Int32(SOCK_CLOEXEC.rawValue) | (nonBlocking ? Int32(SOCK_NONBLOCK.rawValue) : 0)
         let fd = try valueOrErrno("socket", name) { Glibc.socket(family, Int32(type.rawValue) | flags, 0) }
         descriptor = FileDescriptor(adopting: fd, name: name)
@@ -55,6 +56,12 @@ public struct Socket: ~Copyable {
     package func accept() throws(SystemError) -> Socket {
         let fd = try valueOrErrno("accept", descriptor.name) { Glibc.accept(rawValue, nil, nil) }
         return Socket(adopting: fd, name: "tcp connection")
+    }
+
+    /// The process at the other end of a connected Unix socket (`SO_PEERCRED`).
+    package func peerProcess() -> Int32? {
+        let pid = clinux_peer_pid(rawValue)
+        return pid > 0 ? pid : nil
     }
 
     /// The address this socket is bound to.

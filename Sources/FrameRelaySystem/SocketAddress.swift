@@ -19,6 +19,19 @@ public struct SocketAddress: Sendable {
         withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: withUnsafeBytes(of: &inet) { UnsafeRawBufferPointer($0) }) }
     }
 
+    /// A Unix socket's abstract `name` (Linux: no file, gone with the last socket bound to it).
+    package init(abstractUnix name: String) {
+        var unix = sockaddr_un()
+        unix.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(name.utf8.prefix(MemoryLayout.size(ofValue: unix.sun_path) - 1))
+        withUnsafeMutableBytes(of: &unix.sun_path) { path in
+            path[0] = 0
+            path.baseAddress!.advanced(by: 1).copyMemory(from: bytes, byteCount: bytes.count)
+        }
+        length = socklen_t(MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + 1 + bytes.count)
+        withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: withUnsafeBytes(of: &unix) { UnsafeRawBufferPointer($0) }) }
+    }
+
     /// The address `getaddrinfo` returned.
     package init(_ info: addrinfo) {
         length = info.ai_addrlen
@@ -105,6 +118,9 @@ public struct SocketAddress: Sendable {
             }
         }
     }
+
+    /// Whether two addresses are the same host and port: the peer a datagram came from.
+    package func isSame(as other: SocketAddress) -> Bool { sameHost(as: other) && port == other.port }
 
     /// The local address this machine sends from toward `destination` (a
     /// UDP socket connected there, which sends nothing); nil if there is no route.

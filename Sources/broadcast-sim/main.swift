@@ -20,6 +20,7 @@ do {
     print(help.text)
     exit(0)
 } catch {
-    log("error: \(error)")
+    // What was given (an option's value, a file's name) may hold control characters: written out, never sent to the terminal.
+    log("error: \(PeerText.quoted("\(error)", limit: 2000))")
     exit(1)
 }

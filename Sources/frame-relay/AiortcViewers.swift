@@ -64,7 +64,7 @@ final class AiortcViewers: LoadTestWatchers {
     /// Ends every viewer still running (a step that failed) and waits for it.
     func terminateAll() {
         for entry in processes where entry.process.isRunning { entry.process.terminate() }
-        for entry in processes { entry.process.waitUntilExit() }
+        for entry in processes { entry.process.end() }
     }
 
     /// Waits for the viewers (at most `grace` seconds past their time) and
@@ -74,8 +74,7 @@ final class AiortcViewers: LoadTestWatchers {
         let deadline = MonotonicClock.now() + UInt64(grace * 1e9)
         for entry in processes {
             while entry.process.isRunning, MonotonicClock.now() < deadline { usleep(20_000) }
-            if entry.process.isRunning { entry.process.terminate() }
-            entry.process.waitUntilExit()
+            entry.process.end()
         }
         // share name → frame number → capture time
         var captured: [String: [Int: Int]] = [:]

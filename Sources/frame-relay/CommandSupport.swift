@@ -45,3 +45,23 @@ func siblingExecutable(_ name: String) throws -> URL {
     guard access(url.path, X_OK) == 0 else { throw UsageError("\(name) not found next to frame-relay (\(url.path)); build the package first") }
     return url
 }
+
+extension Process {
+    /// Ends the process: SIGTERM, then SIGKILL if it is still there after
+    /// `grace` seconds (stopped with SIGSTOP, or ignoring SIGTERM), and waits for it.
+    func end(grace: Double = 3) {
+        guard processIdentifier != 0 else { return }
+        if isRunning {
+            terminate()
+            let deadline = MonotonicClock.now() + UInt64(grace * 1e9)
+            while isRunning, MonotonicClock.now() < deadline { usleep(10_000) }
+            if isRunning { kill(processIdentifier, SIGKILL) }
+        }
+        waitUntilExit()
+    }
+
+    /// How it ended, in words: "exit status N" or "killed by signal N".
+    var endedAs: String {
+        terminationReason == .uncaughtSignal ? "killed by signal \(terminationStatus)" : "exit status \(terminationStatus)"
+    }
+}

@@ -60,13 +60,7 @@ final class JanusServer {
 
     /// Ends Janus (SIGTERM, then SIGKILL after 3 s) and removes its folder.
     public func stop() {
-        if process.processIdentifier != 0, process.isRunning {
-            process.terminate()
-            let deadline = MonotonicClock.now() + 3_000_000_000
-            while process.isRunning, MonotonicClock.now() < deadline { usleep(10_000) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            process.waitUntilExit()
-        }
+        process.end()
         try? FileManager.default.removeItem(at: directory)
     }
 

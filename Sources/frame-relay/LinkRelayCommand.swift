@@ -21,7 +21,7 @@ struct LinkRelayCommand: ParsableCommand {
         let end = duration.map { MonotonicClock.now() + UInt64($0 * 1e9) }
         try relay.run { stopSignals.load(ordering: .relaxed) > 0 || end.map { MonotonicClock.now() >= $0 } ?? false }
         let dropped = relay.dropped
-        log("link-relay: passed \(relay.passedDown) datagrams to the viewer and \(relay.passedUp) to Janus; the link dropped \(dropped.down) and \(dropped.up) at random, \(dropped.queue) for its rate")
+        log("link-relay: passed \(relay.passedDown) datagrams to the viewer and \(relay.passedUp) to Janus, dropped \(relay.strangers) from strangers; the link dropped \(dropped.down) and \(dropped.up) at random, \(dropped.queue) for its rate")
         return 0
     }
 }

@@ -42,7 +42,7 @@ struct LoadTest: ParsableCommand {
     @Option("viewer-kind", "KIND", help: "native (frame-relay subscribe: frames counted without decoding, one viewer in --decode-every decoding) or aiortc (a Python process per viewer, decoding every frame).") var viewerKind = ViewerKind.native
     @Option("viewer-link", "SPEC", help: "The viewers' link, loss=2%,delay=40ms,jitter=10ms,rate=3mbit (any part; repeatable: each share's viewers dealt across the links).",
             default: "perfect", transform: { try LinkConditions(parsing: $0) }) var viewerLinks: [LinkConditions] = [LinkConditions()]
-    @Option("decode-every", "K", in: 1...10_000, help: "One native viewer in K (the first of each link group among them) decodes and checks the pictures.") var decodeEvery = 50
+    @Option("decode-every", "K", in: 0...10_000, help: "One native viewer in K (the first of each link group among them) decodes and checks the pictures (0: none, as for subscribe).") var decodeEvery = 50
     @Option("max-viewer-loss-percent", "PCT", in: 0...100, help: "Objective: every viewer group loses less than this, after NACK.") var maxViewerLossPercent = 1.0
     @Option("max-viewer-p99-ms", "MS", in: 0.1...100_000, help: "Objective: capture → viewer p99 below this on every viewer group.") var maxViewerP99Milliseconds = 150.0
     @Option("viewer", "PATH", help: "The aiortc viewer script (default: scripts/webrtc-viewer of this checkout).") var viewer: String?

@@ -274,8 +274,8 @@ private final class StaggeredLaunch: @unchecked Sendable {
     /// Stops every producer started, then lets the thread end.
     func stop() {
         _ = try? waitUntilLaunched()
-        for process in processes where process.isRunning { kill(process.processIdentifier, SIGTERM) }
-        for process in processes where process.processIdentifier != 0 { process.waitUntilExit() }
+        for process in processes where process.isRunning { process.terminate() }
+        for process in processes { process.end() }
         if running { released.signal() }
     }
 }

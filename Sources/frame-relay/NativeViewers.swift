@@ -53,21 +53,26 @@ final class NativeViewers: LoadTestWatchers {
     var pids: [Int32] { process.map { [$0.processIdentifier] } ?? [] }
 
     func terminateAll() {
-        guard let process else { return }
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
+        process?.end()
     }
 
     func results(names: [String], traces: [URL], grace: Double = 15) -> [LoadTestReport.Viewers?] {
         guard let process else { return names.map { _ in nil } }
         let deadline = MonotonicClock.now() + UInt64(grace * 1e9)
         while process.isRunning, MonotonicClock.now() < deadline { usleep(20_000) }
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
+        process.end()
         guard let data = FileManager.default.contents(atPath: report.path), let audience = try? JSONDecoder().decode(AudienceReport.self, from: data) else {
-            let words = (try? String(contentsOf: logFile, encoding: .utf8))?.split(separator: "\n").last.map { PeerText.quoted($0) } ?? "exit status \(process.terminationStatus)"
-            log("load-test: the viewers (frame-relay subscribe) reported nothing: \(words)")
-            return names.map { _ in nil }
+            // No report: every share's viewers failed, with the process's last words (or how it ended).
+            let words = (try? String(contentsOf: logFile, encoding: .utf8))?.split(separator: "\n").last.map { ": " + PeerText.quoted($0) }
+            let reason = "frame-relay subscribe reported nothing (\(process.endedAs))\(words ?? "")"
+            log("load-test: the viewers: \(reason)")
+            return names.map { _ in
+                LoadTestReport.Viewers(
+                    kind: "native", count: count, framesDecoded: [], lostPercent: 100, firstPictureMilliseconds: 0, glassToGlassP50Milliseconds: 0,
+                    glassToGlassP99Milliseconds: 0,
+                    groups: [LoadTestReport.ViewerGroup(link: links.map(\.description).joined(separator: " + "), viewers: count, watching: 0, lossPercent: 100,
+                                                        p50Ms: nil, p99Ms: nil, firstFrameMaxMs: nil, error: reason)])
+            }
         }
         return names.map { name in
             let groups = audience.groups.filter { $0.share == name }

@@ -32,8 +32,15 @@ struct Subscribe: ParsableCommand {
     func validate() throws {
         try checkOutputs([("report", report.map { [$0] } ?? [])])
         for url in janus { _ = try janusURL(url) }
+        for id in mountpoints where Int64(exactly: id) == nil { throw UsageError("--mountpoint \(id): Janus's ids go up to \(Int64.max)") }
         if viewers < links.count { throw UsageError("--viewers \(viewers) cannot be dealt across \(links.count) --link groups: give at least one viewer a group") }
-        for path in captures where !FileManager.default.isReadableFile(atPath: path) { throw UsageError("cannot read --captures \(path)") }
+        // Read now as well as at the end: a wrong file is said before the watch, not after it.
+        for path in captures {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue { throw UsageError("--captures \(path) is a directory: give the host's --trace file") }
+            if !FileManager.default.isReadableFile(atPath: path) { throw UsageError("cannot read --captures \(path)") }
+        }
+        do { _ = try HostTrace(paths: captures) } catch { throw UsageError("\(error)") }
     }
 
     /// Every mountpoint, on its Janus (dealt in order), as many groups as links, the viewers dealt across them.
@@ -57,13 +64,14 @@ struct Subscribe: ParsableCommand {
         if result.groups.contains(where: { $0.joined > 0 }) {
             log("subscribe: \(fixed(result.cpuMsPerViewerSecond, 2)) ms of CPU per viewer-second (\(fixed(result.cpuSeconds, 2)) s over \(fixed(result.seconds, 1)) s)")
         }
+        if let error = result.capturesError { log("subscribe: no latency: \(error)") }
         if let path = report {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             try OutputFile.write(String(decoding: try encoder.encode(result), as: UTF8.self), to: path)
         }
         // A group that failed (no viewer joined, Janus or the mountpoint gone) fails the run.
-        return result.groups.contains { $0.joined == 0 || $0.error != nil } ? 1 : 0
+        return result.groups.contains { $0.joined == 0 || $0.error != nil } || result.capturesError != nil ? 1 : 0
     }
 
     /// One line per group: who watched, what they got.

@@ -1,5 +1,6 @@
 @preconcurrency import Glibc
 import FrameRelay
+import FrameRelaySystem
 import Synchronization
 
 /// frame-relay: the host. It attaches to one or more App Groups' rings and
@@ -52,6 +53,7 @@ do {
     print(help.text)
     exit(0)
 } catch {
-    log("error: \(error)")
+    // What was given (an option's value, a file's name) may hold control characters: written out, never sent to the terminal.
+    log("error: \(PeerText.quoted("\(error)", limit: 2000))")
     exit(1)
 }

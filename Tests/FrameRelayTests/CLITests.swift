@@ -91,6 +91,11 @@ import Testing
         (["load-test", "--retries", "2"], "--retries needs --ramp"),
         (["load-test", "--warm-up", "4.5", "--duration", "5"], "--warm-up 4.5 s leaves nothing of a 5.0 s step after its last share starts"),
         (["load-test", "--content", "desk"], "invalid --content \"desk\": pattern or one of still, typing"),
+        (["subscribe", "--janus", "http://127.0.0.1:9/janus", "--mountpoint", "18446744073709551615"], "--mountpoint 18446744073709551615: Janus's ids go up to 9223372036854775807"),
+        (["subscribe", "--janus", "http://127.0.0.1:9/janus", "--mountpoint", "1", "--captures", "/tmp"], "--captures /tmp is a directory: give the host's --trace file"),
+        (["subscribe", "--janus", "http://127.0.0.1:9/janus", "--mountpoint", "1", "--captures", "/etc/passwd"], "--captures /etc/passwd: line 1 is not a trace record"),
+        // What was typed reaches the terminal with its control characters written out.
+        (["subscribe", "--janus", "http://127.0.0.1:9/janus", "--mountpoint", "1", "--link", "loss=\u{1b}[31m"], #"loss "\u{1b}[31m" is not a percentage"#),
     ]
 
     @Test(arguments: hostCases)

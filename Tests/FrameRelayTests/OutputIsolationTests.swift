@@ -84,6 +84,26 @@ import Testing
         #expect(probed.width == 640 && probed.height == 360 && probed.frames >= 100, "\(probed)")
     }
 
+    /// Two hosts of one App Group started at the same moment, before any
+    /// producer: exactly one is refused, naming the other's pid, and the
+    /// file it was told to record into is as it was.
+    @Test func twoHostsStartedAtOnceClaimTheAppGroupOnce() throws {
+        let dir = Paths.temporaryDirectory().path
+        let earlier = Data((0..<264_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        for attempt in 0..<3 {
+            let group = uniqueGroup("race\(attempt)")
+            let paths = ["a", "b"].map { "\(dir)/\($0)\(attempt).ivf" }
+            for path in paths { try earlier.write(to: URL(fileURLWithPath: path)) }
+            let hosts = paths.map { Spawned(Paths.executable("frame-relay"), ["--app-group", group.name, "--record", $0, "--duration", "2", "--quiet"]) }
+            let statuses = hosts.map { $0.wait(timeout: 20) }
+            let refused = try #require(statuses.firstIndex(of: 1), "neither host was refused: \(statuses) \(hosts.map(\.stderr))")
+            let other = 1 - refused
+            #expect(statuses[other] == 0, "\(hosts[other].stderr)")
+            #expect(hosts[refused].stderr.contains("\(group.name) is already hosted by pid \(hosts[other].pid)"), "\(hosts[refused].stderr)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: paths[refused])) == earlier, "the refused host touched \(paths[refused])")
+        }
+    }
+
     /// A recording starts at 0 and says how long it is: ffprobe's duration
     /// is within one frame of the frames in it, after a clean stop and after
     /// a `kill -9`.

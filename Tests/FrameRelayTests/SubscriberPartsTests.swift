@@ -97,6 +97,17 @@ import Testing
         #expect(!answer.contains { $0.hasPrefix("a=extmap") })
     }
 
+    /// Janus's media address is the first unicast IPv4 host candidate: a
+    /// name (never looked up), 0.0.0.0, multicast and broadcast are passed over.
+    @Test func theMediaAddressIsTheFirstUnicastIPv4Candidate() throws {
+        let candidate = "a=candidate:1 1 udp 2015363327 10.200.0.1 47569 typ host"
+        let others = ["attacker.invalid", "0.0.0.0", "224.0.0.1", "255.255.255.255", "999.1.1.1", "::1"]
+            .map { "a=candidate:2 1 udp 2015363327 \($0) 47569 typ host" }
+        let offer = try JanusOffer(parsing: Self.janusOffer.replacingOccurrences(of: candidate, with: (others + [candidate]).joined(separator: "\r\n")))
+        #expect(offer.candidateAddress == "10.200.0.1")
+        #expect(try JanusOffer(parsing: Self.janusOffer.replacingOccurrences(of: candidate, with: others.joined(separator: "\r\n"))).candidateAddress == nil)
+    }
+
     @Test(arguments: [
         ("a=rtpmap:96 VP8/90000", "a=rtpmap:96 H264/90000", "no VP8 in its video section"),
         ("m=video 9 UDP/TLS/RTP/SAVPF 96 97", "m=audio 9 UDP/TLS/RTP/SAVPF 111", "no video section"),

@@ -202,4 +202,29 @@ import Testing
         let seconds = fields.count > 3 ? Int(fields[3]) ?? 99 : 99
         #expect(seconds < 15, "a dead Janus was noticed after \(seconds) s: \(last)")
     }
+
+    /// A load test whose subscriber hangs (SIGSTOP) ends on time all the
+    /// same: the subscriber is killed after the grace, the step fails
+    /// naming how the viewers ended, and no process is left.
+    @Test func aLoadTestWhoseViewersHangFailsTheStepOnTime() throws {
+        let run = inNamespace("""
+            $FR janus --address 10.200.0.1 --port 18188 > $D/janus.log 2>&1 & J=$!
+            \(waitFor("Ctrl-C", in: "$D/janus.log"))
+            start=$(date +%s)
+            $FR load-test --sessions 1 --janus \(Self.janus) --viewers 2 --size 320x240 --fps 15 --duration 6 --report $D/load.json --html $D/load.html & L=$!
+            for i in $(seq 300); do S=$(pgrep -P $L -f subscribe); [ -n "$S" ] && break; sleep 0.1; done
+            sleep 1; kill -STOP $S; echo "stopped the subscriber $S"
+            wait $L; echo "load-test exit $? after $(( $(date +%s) - start )) s"
+            kill -0 $S 2>/dev/null && echo "the subscriber is still there"
+            kill -INT $J; wait
+            """, timeout: 120)
+        print(run.output.split(separator: "\n").filter { $0.contains("viewers") || $0.contains("exit") }.joined(separator: "\n"))
+        #expect(run.output.contains("stopped the subscriber") && !run.output.contains("still there"), "\(run.output.suffix(1500))")
+        let seconds = run.output.components(separatedBy: "load-test exit 0 after ").last.flatMap { Int($0.prefix { $0.isNumber }) } ?? 999
+        #expect(seconds < 6 + 15 + 3 + 15, "the load test took \(seconds) s")
+        let report = try JSONDecoder().decode(LoadTestReport.self, from: Data(contentsOf: URL(fileURLWithPath: run.directory + "/load.json")))
+        let step = try #require(report.steps.first)
+        #expect(!step.passed)
+        #expect(step.failures.contains { $0.contains("frame-relay subscribe reported nothing (killed by signal 9)") }, "\(step.failures)")
+    }
 }

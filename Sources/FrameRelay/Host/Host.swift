@@ -55,7 +55,9 @@ public final class Host {
         let log = self.log
         let quiet = s.quiet
         let say: @Sendable (String) -> Void = { message in if !quiet { log(message) } }
-        // An App Group another host serves is refused before any output is opened or truncated.
+        // An App Group another host serves (or is about to) is refused before any output is opened or truncated.
+        let claims = try s.groups.map { group throws(RingError) in try HostClaim(group) }
+        defer { withExtendedLifetime(claims) {} }
         for group in s.groups {
             if let pid = RingHost.otherHost(of: group) { throw RingError.appGroupHosted(appGroup: group.name, pid: pid) }
         }

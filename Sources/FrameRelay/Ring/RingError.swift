@@ -12,7 +12,7 @@ public enum RingError: Error, CustomStringConvertible {
     case producerRunning(segment: String, pid: Int32)
     case hostRunning(segment: String, pid: Int32)
     /// Another host serves the App Group: this one stops before opening any output.
-    case appGroupHosted(appGroup: String, pid: Int32)
+    case appGroupHosted(appGroup: String, pid: Int32?)
     case frameTooLarge(bytes: Int, capacity: Int)
     case badCapacity(Int)
 
@@ -37,7 +37,7 @@ public enum RingError: Error, CustomStringConvertible {
         case .hostRunning(let segment, let pid):
             "segment \(segment) already has a host attached (pid \(pid))"
         case .appGroupHosted(let appGroup, let pid):
-            "\(appGroup) is already hosted by pid \(pid): this host opened and wrote nothing"
+            "\(appGroup) is already hosted by \(pid.map { "pid \($0)" } ?? "another frame-relay"): this host opened and wrote nothing"
         case .frameTooLarge(let bytes, let capacity):
             "frame of \(bytes) bytes does not fit the ring's \(capacity)-byte slots"
         case .badCapacity(let capacity):

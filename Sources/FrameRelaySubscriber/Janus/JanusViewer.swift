@@ -27,15 +27,30 @@ struct JanusViewer: Sendable {
     /// Asks to watch `mountpoint` and returns Janus's SDP offer; throws the
     /// plugin's error (no such mountpoint) or no offer within `timeout` s.
     func watch(_ mountpoint: UInt64, timeout: Double = 10) throws(JanusError) -> String {
-        let reply = try api.post(["janus": "message", "body": ["request": "watch", "id": .integer(Int64(mountpoint))]], to: handlePath)
+        let reply = try api.post(["janus": "message", "body": ["request": "watch", "id": try id(mountpoint)]], to: handlePath)
         if let offer = try Self.offer(in: reply, api: api) { return offer }
         let deadline = MonotonicClock.now() + UInt64(timeout * 1e9)
         while MonotonicClock.now() < deadline {
-            for event in try api.events(session: session, timeout: max(0.5, Double(deadline - min(deadline, MonotonicClock.now())) / 1e9)) {
+            let polled = MonotonicClock.now()
+            let events = try api.events(session: session, timeout: max(0.5, Double(deadline - min(deadline, polled)) / 1e9))
+            for event in events {
                 if let offer = try Self.offer(in: event, api: api) { return offer }
             }
+            // A Janus that answers a long poll at once with nothing is asked again no sooner than 100 ms later.
+            let elapsed = MonotonicClock.now() - polled
+            if events.isEmpty, elapsed < Self.minimumPoll { MonotonicClock.sleep(nanoseconds: Self.minimumPoll - elapsed) }
         }
         throw JanusError(url: api.url.description, code: 0, reason: "no SDP offer for mountpoint \(mountpoint) within \(Int(timeout)) s")
+    }
+
+    static let minimumPoll: UInt64 = 100_000_000
+
+    /// A mountpoint id as Janus's JSON takes it (a signed 64-bit integer).
+    private func id(_ mountpoint: UInt64) throws(JanusError) -> JSONValue {
+        guard let id = Int64(exactly: mountpoint) else {
+            throw JanusError(url: api.url.description, code: 0, reason: "mountpoint \(mountpoint) is over Janus's largest id, \(Int64.max)")
+        }
+        return .integer(id)
     }
 
     /// The offer's SDP in a reply or event, the plugin's error, or nil.
@@ -56,14 +71,14 @@ struct JanusViewer: Sendable {
     }
 
     /// Keeps the session alive (Janus ends one silent for a minute).
-    func keepalive() throws(JanusError) {
-        _ = try api.post(["janus": "keepalive"], to: sessionPath, timeout: 3)
+    func keepalive(timeout: Double = 3) throws(JanusError) {
+        _ = try api.post(["janus": "keepalive"], to: sessionPath, timeout: timeout)
     }
 
     /// Whether `mountpoint` still exists (asked on this handle).
-    func mountpointExists(_ mountpoint: UInt64) -> Bool? {
+    func mountpointExists(_ mountpoint: UInt64, timeout: Double = 3) -> Bool? {
         do {
-            let reply = try api.post(["janus": "message", "body": ["request": "info", "id": .integer(Int64(mountpoint))]], to: handlePath, timeout: 3)
+            let reply = try api.post(["janus": "message", "body": ["request": "info", "id": try id(mountpoint)]], to: handlePath, timeout: timeout)
             return reply["plugindata"]?["data"]?["error_code"]?.unsigned == nil
         } catch {
             return nil
@@ -71,7 +86,7 @@ struct JanusViewer: Sendable {
     }
 
     /// Ends the session: Janus hangs up the PeerConnection.
-    func destroy() {
-        _ = try? api.post(["janus": "destroy"], to: sessionPath, timeout: 2)
+    func destroy(timeout: Double = 2) {
+        _ = try? api.post(["janus": "destroy"], to: sessionPath, timeout: timeout)
     }
 }

@@ -2,8 +2,8 @@
 import FrameRelaySystem
 
 /// An impaired link for a WebRTC peer we do not run ourselves (a browser):
-/// a UDP relay with a viewer side and a Janus side, each learning its peer
-/// from the first datagram it gets, passing everything between them through
+/// a UDP relay with a viewer side and a Janus side, each taking its peer
+/// from the first datagram it gets (and nothing from anyone else after), passing everything between them through
 /// an ``ImpairedPath`` each way (loss, delay and jitter both ways, the rate
 /// toward the viewer). The viewer's page points the two ICE candidates at
 /// the relay (Janus's in the offer to the viewer side, the viewer's in the
@@ -25,6 +25,8 @@ public final class LinkRelay {
     public private(set) var passedDown: UInt64 = 0
     public private(set) var passedUp: UInt64 = 0
     public private(set) var unroutable: UInt64 = 0
+    /// Datagrams from an address other than the side's peer, dropped.
+    public private(set) var strangers: UInt64 = 0
 
     /// Opens both sides on `address` (IPv4), each on a free port.
     public init(address: String, conditions: LinkConditions) throws(SubscriberError) {
@@ -76,12 +78,15 @@ public final class LinkRelay {
             let received = fromViewer ? try? viewerSide.receive(into: buffer, from: &source) : try? janusSide.receive(into: buffer, from: &source)
             guard let count = received ?? nil, count > 0 else { return }
             let now = MonotonicClock.now(), datagram = UnsafeRawBufferPointer(rebasing: buffer[..<count])
+            // Each side's peer is the first address heard there; anyone else is dropped, never followed.
             if fromViewer {
-                viewer = source
+                if viewer == nil { viewer = source }
+                guard viewer?.isSame(as: source) == true else { strangers += 1; continue }
                 guard let janus else { unroutable += 1; continue }
                 if up.admit(datagram, address: janus, now: now) { passedUp += 1 }
             } else {
-                janus = source
+                if janus == nil { janus = source }
+                guard janus?.isSame(as: source) == true else { strangers += 1; continue }
                 guard let viewer else { unroutable += 1; continue }
                 if down.admit(datagram, address: viewer, now: now) { passedDown += 1 }
             }

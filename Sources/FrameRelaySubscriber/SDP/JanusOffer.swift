@@ -1,3 +1,5 @@
+import FrameRelaySystem
+
 /// What a subscriber needs from the SDP offer Janus makes for a
 /// streaming mountpoint: ICE credentials, the DTLS fingerprint, and the
 /// video section's mid and VP8 payload type.
@@ -42,7 +44,7 @@ struct JanusOffer: Equatable {
             case "candidate" where candidateAddress == nil:
                 // "1 1 udp 2015363327 10.200.0.1 47569 typ host"
                 let parts = value.split(separator: " ")
-                if parts.count >= 8, parts[2].lowercased() == "udp", parts[7] == "host", parts[4].contains("."), !parts[4].contains(":") { candidateAddress = String(parts[4]) }
+                if parts.count >= 8, parts[2].lowercased() == "udp", parts[7] == "host", Self.isUnicastIPv4(parts[4]) { candidateAddress = String(parts[4]) }
             case "rtpmap" where video:
                 // "96 VP8/90000"
                 let parts = value.split(separator: " ")
@@ -66,6 +68,13 @@ struct JanusOffer: Equatable {
         payloadType = vp8
         rtxPayloadType = rtxTypes.filter { rtx[$0] == vp8 }.min()
         self.candidateAddress = candidateAddress
+    }
+
+    /// A dotted-quad unicast IPv4 address: never a name to look up (the
+    /// offer's words are not sent to DNS), nor 0.0.0.0, multicast or broadcast.
+    static func isUnicastIPv4(_ text: some StringProtocol) -> Bool {
+        guard let value = SocketAddress(ipv4: String(text), port: 0)?.ipv4 else { return false }
+        return value != 0 && value >> 28 != 0xE && value != 0xFFFF_FFFF
     }
 
     /// The answer of an ICE-lite, recv-only, DTLS-client peer at `address:port`

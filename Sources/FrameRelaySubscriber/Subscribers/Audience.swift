@@ -61,9 +61,12 @@ public final class Audience {
             if loop.ended.load(ordering: .relaxed) >= joined { break }
             if MonotonicClock.now() >= nextKeepalive {
                 nextKeepalive += Self.keepaliveInterval
+                // One after another, each within what is left of the watch: a slow Janus cannot stretch --duration.
                 for (_, viewer) in sessions where janusGone[viewer.api.url.description] == nil {
+                    let left = Double(end &- min(end, MonotonicClock.now())) / 1e9
+                    guard left > 0.05 else { break }
                     do {
-                        try viewer.keepalive()
+                        try viewer.keepalive(timeout: min(3, left))
                     } catch {
                         janusGone[viewer.api.url.description] = "Janus stopped answering: \(error)"
                     }
@@ -78,6 +81,10 @@ public final class Audience {
         // Viewers that stopped: Janus gone, their mountpoint gone, or why each said.
         for (index, group) in groups.enumerated() where groupErrors[index] == nil {
             let members = loop.subscribers.filter { $0.group == index }
+            if !members.isEmpty, !members.contains(where: { $0.stats.connectedMs != nil }) {
+                fail(index, "none of \(members.count) viewers connected (ICE and DTLS) in the \(Int((Double(now - started) / 1e9).rounded())) s watched: \(members[0].ended ? members[0].stats.state : members[0].handshake)")
+                continue
+            }
             guard let stopped = members.first(where: \.ended), let session = sessions.first(where: { $0.group == index })?.viewer else { continue }
             if janusGone[group.janus.description] == nil {
                 do {
@@ -94,10 +101,22 @@ public final class Audience {
                 fail(index, "\(members.filter(\.ended).count) of \(members.count) viewers stopped: \(stopped.stats.state)")
             }
         }
-        for (_, viewer) in sessions where janusGone[viewer.api.url.description] == nil { viewer.destroy() }
+        // Leaving: each session ended within 5 s in all (Janus ends the rest itself a minute later).
+        let leaveBy = MonotonicClock.now() + 5_000_000_000
+        for (_, viewer) in sessions where janusGone[viewer.api.url.description] == nil {
+            let left = Double(leaveBy &- min(leaveBy, MonotonicClock.now())) / 1e9
+            guard left > 0.05 else { break }
+            viewer.destroy(timeout: min(2, left))
+        }
         let finished = MonotonicClock.now()
-        let trace = captures.isEmpty ? nil : try HostTrace(paths: captures)
         var report = AudienceReport()
+        var trace: HostTrace?
+        do {
+            trace = captures.isEmpty ? nil : try HostTrace(paths: captures)
+        } catch {
+            // The figures that need no trace are still reported.
+            report.capturesError = "\(error)"
+        }
         report.seconds = Double(finished - started) / 1e9
         report.cpuSeconds = Self.processCPUSeconds() - cpuBefore
         report.groups = groups.indices.map { self.report(group: $0, trace: trace) }

@@ -9,6 +9,8 @@ public struct AudienceReport: Codable, Sendable {
     /// How long the audience watched, and the CPU its process used meanwhile (s).
     public var seconds = 0.0
     public var cpuSeconds = 0.0
+    /// Why the hosts' traces (`--captures`) could not be read, when they could not: no latency then.
+    public var capturesError: String?
 
     public init() {}
 

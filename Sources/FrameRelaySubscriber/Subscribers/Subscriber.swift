@@ -77,6 +77,9 @@ final class Subscriber {
     /// Whether it has stopped (Janus hung up, the handshake failed, silence).
     var ended: Bool { stats.state != "joining" && stats.state != "watching" }
 
+    /// How far the handshake got: what a viewer that never connected says.
+    var handshake: String { dtlsStarted ? "DTLS \(dtls.state == .connected ? "connected" : "did not connect")" : "no ICE check from Janus" }
+
     private func end(_ reason: String) {
         guard !ended else { return }
         stats.state = reason
@@ -97,15 +100,15 @@ final class Subscriber {
     /// Demultiplexes one datagram (RFC 7983 by its first byte): STUN, DTLS, or SRTP and SRTCP.
     private func handle(_ datagram: UnsafeMutableRawBufferPointer, from source: SocketAddress, now: UInt64) {
         guard let first = datagram.first else { return }
-        if let peer, source.sameHost(as: peer), source.port == peer.port { lastHeard = now }
+        if let peer, source.isSame(as: peer) { lastHeard = now }
         switch first {
         case 0...3: handleSTUN(UnsafeRawBufferPointer(datagram), from: source, now: now)
         case 20...63:
-            guard let peer, source.sameHost(as: peer), source.port == peer.port else { return }
+            guard let peer, source.isSame(as: peer) else { return }
             dtls.receive(UnsafeRawBufferPointer(datagram)) { send($0, now: now) }
             afterDTLS(now: now)
         case 128...191:
-            guard let srtp, let peer, source.sameHost(as: peer), source.port == peer.port, datagram.count >= 12 else { return }
+            guard let srtp, let peer, source.isSame(as: peer), datagram.count >= 12 else { return }
             if (192...223).contains(datagram[1]) {
                 guard let length = srtp.unprotectRTCP(datagram) else {
                     stats.srtpFailures += 1
@@ -275,7 +278,7 @@ final class Subscriber {
             }
         }
         if stream.lastPacket == nil, now &- watchedAt > Self.startLimit {
-            end("no media from Janus within \(Self.startLimit / 1_000_000_000) s (\(dtlsStarted ? "DTLS \(dtls.state == .connected ? "connected" : "did not connect")" : "no ICE check from Janus"))")
+            end("no media from Janus within \(Self.startLimit / 1_000_000_000) s (\(handshake))")
         } else if stream.lastPacket != nil, now &- lastHeard > Self.silenceLimit {
             end("nothing from Janus for \(Self.silenceLimit / 1_000_000_000) s (no media, no Sender Report)")
         }

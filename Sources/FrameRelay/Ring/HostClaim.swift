@@ -1,0 +1,36 @@
+@preconcurrency import Glibc
+import FrameRelaySystem
+
+/// A host's claim on an App Group, taken before it opens anything (a
+/// recording it would truncate, a mountpoint, a port) and held while it
+/// runs: a listening Unix socket on an abstract name made of the ring's
+/// segment name. The kernel lets one socket bind a name, so of two hosts
+/// started at the same moment, or one started while another still waits
+/// for its producer, exactly one holds it. The claim goes with its process
+/// (kill -9 too) and leaves no file behind; a host refused learns the
+/// holder's pid by connecting (`SO_PEERCRED`). Abstract names belong to a
+/// network namespace: hosts in two namespaces sharing one /dev/shm are kept
+/// apart by the ring's host pid (``RingHost/otherHost(of:)``) instead.
+public final class HostClaim {
+    private let socket: Socket
+
+    public init(_ appGroup: AppGroup) throws(RingError) {
+        let address = SocketAddress(abstractUnix: "frame-relay-host" + appGroup.sharedMemoryName)
+        let socket: Socket
+        do { socket = try Socket(family: AF_UNIX, type: SOCK_STREAM) } catch { throw .system(error) }
+        do {
+            try socket.bind(to: address)
+            try socket.listen(backlog: 16)
+        } catch {
+            if error.code == .addressInUse { throw .appGroupHosted(appGroup: appGroup.name, pid: Self.holder(of: address)) }
+            throw .system(error)
+        }
+        self.socket = socket
+    }
+
+    /// The pid of the host holding the claim at `address` (nil if it cannot be asked now).
+    private static func holder(of address: SocketAddress) -> Int32? {
+        guard let probe = try? Socket(family: AF_UNIX, type: SOCK_STREAM, nonBlocking: true), (try? probe.connect(to: address)) != nil else { return nil }
+        return probe.peerProcess()
+    }
+}

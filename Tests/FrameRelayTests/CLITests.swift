@@ -10,6 +10,7 @@ import Testing
         (["--content-start", "10"], "--content-start needs --content MODEL"),
         (["--content", "mixed", "--content-start", "-1"], "--content-start"),
         (["--app-group", "com.example.app"], "must start with \"group.\""),
+        (["--file", "/tmp"], "/tmp is a directory, not a video file: give a .y4m file"),
         (["--app-group", "group.bad name"], "is not allowed"),
         (["--size", "0x720"], "width and height must be 1...16383"),
         (["--size", "-5x720"], "width and height must be"),

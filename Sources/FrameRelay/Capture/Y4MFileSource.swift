@@ -23,6 +23,7 @@ public final class Y4MFileSource: FrameSource {
     /// the file and what is wrong with it.
     public init(path: String, loop: Bool = true) throws {
         guard let opened = try? FileDescriptor.open(path, O_RDONLY) else { throw SourceError.missingFile(path) }
+        if let info = try? opened.status(), info.st_mode & S_IFMT == S_IFDIR { throw SourceError.directory(path) }
         let header = try Self.parseHeader(Self.start(of: opened), path: path)
         file = opened
         let (width, height, rate, newline) = (header.width, header.height, header.frameRate, header.dataStart - 1)

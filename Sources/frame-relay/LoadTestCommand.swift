@@ -85,9 +85,13 @@ struct LoadTest: ParsableCommand {
             log("load-test: \(what) for \(fixed(duration, 0)) s…")
             let result = try runStep(count, simulator: simulator, hosts: min(hosts, count), size: size, fps: fps, format: format, content: content, bitrate: bitrate,
                                      encodeEveryFrame: encodeEveryFrame, duration: duration, report: results, watch: audience)
-            log("load-test: \(what) \(result.passed ? "held" : "did not hold"): drops \(fixed(result.dropPercent, 2)) %, p99 \(fixed(result.p99Milliseconds, 1)) ms, "
-                + "\(fixed(result.fps, 1)) fps in total, host CPU \(fixed(result.hostCPUPercent, 0)) %, producers' CPU \(fixed(result.producerCPUPercent, 0)) %"
-                + (result.steadyP99Milliseconds.map { "; after the \(fixed(warmUp, 1)) s warm-up: drops \(fixed(result.steadyDropPercent ?? 0, 2)) %, p99 \(fixed($0, 1)) ms" } ?? ""))
+            // The figures judged first: those after the warm-up when the step had one, then the whole step's.
+            let verdict = result.passed ? "held" : "did not hold"
+            let whole = "drops \(fixed(result.dropPercent, 2)) %, p99 \(fixed(result.p99Milliseconds, 1)) ms"
+            let judged = result.steadyP99Milliseconds.map {
+                "\(verdict) after the \(fixed(warmUp, 1)) s warm-up: drops \(fixed(result.steadyDropPercent ?? 0, 2)) %, p99 \(fixed($0, 1)) ms; the whole step, warm-up included: \(whole)"
+            } ?? "\(verdict): \(whole)"
+            log("load-test: \(what) \(judged); \(fixed(result.fps, 1)) fps in total, host CPU \(fixed(result.hostCPUPercent, 0)) %, producers' CPU \(fixed(result.producerCPUPercent, 0)) %")
             if let viewers = result.viewersCPUPercent {
                 log("load-test:   while the viewers watched: Janus \(result.janusCPUPercent.map { "\(fixed($0, 0)) %" } ?? "not on this machine"), "
                     + "viewers \(fixed(viewers, 0)) % of a core; bounded by \(result.bound ?? "?")")
@@ -143,7 +147,8 @@ struct LoadTest: ParsableCommand {
         if let held = results.maxViewersHeld {
             log("load-test: largest number of viewers per share that held the objective at \(sessions) shares: \(held)\(held == viewers ? " (the bound, --viewers: the limit is higher)" : ""); report \(report), \(html)")
         } else {
-            log("load-test: largest number of shares that held the objective: \(results.maxSessionsHeld); report \(report), \(html)")
+            let bound = ramp && results.maxSessionsHeld == sessions ? " (reached --sessions without failing: the limit is higher)" : ""
+            log("load-test: largest number of shares that held the objective: \(results.maxSessionsHeld)\(bound); report \(report), \(html)")
         }
         return 0
     }

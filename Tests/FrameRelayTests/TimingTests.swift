@@ -137,6 +137,19 @@ import FrameRelaySystem
         #expect(result.stderr.contains(failure), "\(result.stderr)")
     }
 
+    /// A step is said to hold on the figures it is judged by (after the
+    /// warm-up), and a ramp that reached --sessions says the limit is higher.
+    @Test func aRampThatReachesItsBoundSaysTheLimitIsHigher() throws {
+        let dir = Paths.temporaryDirectory()
+        let result = run(Paths.executable("frame-relay"), [
+            "load-test", "--ramp", "--sessions", "1", "--max-p99-ms", "5000", "--max-drop-percent", "100", "--warm-up", "1", "--size", "160x120", "--fps", "15",
+            "--duration", "3", "--report", dir.appendingPathComponent("ramp.json").path, "--html", dir.appendingPathComponent("ramp.html").path,
+        ], timeout: 60)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("1 shares held after the 1.0 s warm-up: drops ") && result.stderr.contains("; the whole step, warm-up included: drops "), "\(result.stderr)")
+        #expect(result.stderr.contains("largest number of shares that held the objective: 1 (reached --sessions without failing: the limit is higher)"), "\(result.stderr)")
+    }
+
     /// Twelve shares get twelve colours in the charts and the legend.
     @Test func moreThanTenSharesKeepTheirOwnColours() {
         var report = LoadTestReport(size: "320x240", framesPerSecond: 15, format: "nv12", cores: 2, objective: .init(maxDropPercent: 1, maxP99Milliseconds: 100))

@@ -144,6 +144,25 @@ import Testing
         #expect(!segmentExists(group))
     }
 
+    /// A host attaching to the ring of a producer killed with kill -9
+    /// streams its last frame but leaves it out of the latency figures,
+    /// saying once how stale it was.
+    @Test func aStaleFrameFromAGoneProducerIsLeftOutOfTheLatency() throws {
+        let group = uniqueGroup("stale")
+        let p = producer(group, ["--fps", "30", "--size", "320x240", "--quiet"])
+        usleep(1_500_000)
+        p.signal(SIGKILL)
+        _ = p.wait()
+        usleep(1_500_000)
+        let report = Paths.temporaryDirectory().appendingPathComponent("host.json").path
+        let h = host([group], ["--duration", "2", "--report", report])
+        #expect(h.wait() == 0)
+        #expect(h.stderr.contains("s before this host attached: stale, left out of the latency figures"), "\(h.stderr)")
+        let share = try #require(try readShareStats(report).first)
+        #expect(share.encoded?.frames == 1 && share.encoded?.captureToEncoded.count == 0, "\(String(describing: share.encoded))")
+        #expect(!segmentExists(group))
+    }
+
     @Test func lifecycleAndMidStreamChangesArriveWithCorrectMetadata() throws {
         let group = uniqueGroup("life")
         let dir = Paths.temporaryDirectory()

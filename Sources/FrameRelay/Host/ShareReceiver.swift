@@ -95,9 +95,15 @@ public final class ShareReceiver: @unchecked Sendable {
                     awaitingFirstFrame = false
                     record("first-frame", "frame \(frame.metadata.frameNumber)")
                 }
+                // A frame captured well before this host attached (the last of a producer that is gone) is
+                // streamed, but its age is the ring's, not the pipeline's: it stays out of the latency figures.
+                let stale = frame.timing.captured &+ Self.staleAge < attachedAt
+                if stale {
+                    log("\(appGroup): frame \(frame.metadata.frameNumber) was captured \(fixed(Double(attachedAt &- frame.timing.captured) / 1e9, 1)) s before this host attached: stale, left out of the latency figures")
+                }
                 do {
                     try pipeline?.process(&frame)
-                    latency.record(frame.timing)
+                    if !stale { latency.record(frame.timing) }
                     trace?.push(frame.timing)
                     if let recording = pipeline?.recording, let reason = recording.stopped, !recordingStopReported {
                         recordingStopReported = true
@@ -114,6 +120,7 @@ public final class ShareReceiver: @unchecked Sendable {
             case .invalidFrame(let reason):
                 noteInvalid(reason)
             case .attached(let pid, let setupInfo, let createdAt):
+                attachedAt = MonotonicClock.now()
                 stats.earlierRings.add(stats.ring)
                 stats.ring = RingCounters()
                 stats.producerAttaches += 1
@@ -149,6 +156,11 @@ public final class ShareReceiver: @unchecked Sendable {
             }
         }
     }
+
+    /// How much older than the attach a frame is to be stale.
+    static let staleAge: UInt64 = 1_000_000_000
+    /// When this host last attached to a ring.
+    private var attachedAt: UInt64 = 0
 
     private func noteInvalid(_ reason: InvalidFrame) {
         stats.invalid += 1

@@ -162,11 +162,13 @@ import Testing
         var text = result.stdout
         for escape in ["\u{1B}[2K", "\r"] { text = text.replacingOccurrences(of: escape, with: "") }
         text = text.replacingOccurrences(of: "\u{1B}\\[[0-9]+A", with: "", options: .regularExpression)
-        let shortName = String(group.name.prefix(13)) + "…" + String(group.name.suffix(12))
-        let status = text.split(separator: "\n").filter { $0.hasPrefix(shortName) && $0.contains(" fps  taken ") }
+        let shortName = "…" + String(group.name.suffix(14))
+        let status = text.split(separator: "\n").filter { $0.hasPrefix(shortName) && $0.contains(" fps  dropped ") }
         #expect(status.count >= 5, "\(text)")
         #expect(status.allSatisfy { $0.count <= 79 }, "\(status.map(\.count))")
-        #expect(status.contains { $0.contains("dropped") && $0.contains("skipped") }, "\(status)")
+        // Frames/s, dropped and capture→encoded p50 and p99 show at 80 columns.
+        #expect(status.contains { $0.contains(" fps  dropped ") && $0.contains("  capture→encoded p50 ") && $0.contains(" p99 ") && $0.hasSuffix(" ms") || $0.contains(" ms  ") }, "\(status)")
+        #expect(status.allSatisfy { $0.contains("capture→encoded p50 ") }, "\(status)")
     }
 
     /// An App Group spelt differently on one side: the host names the ring

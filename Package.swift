@@ -4,7 +4,10 @@ import PackageDescription
 let package = Package(
     name: "FrameRelay",
     products: [
-        .library(name: "FrameRelay", targets: ["FrameRelay"]),
+        // The broadcast extension's side links these and no codec.
+        .library(name: "FrameRelayProducer", targets: ["FrameRelayProducer", "FrameRelayRing", "FrameRelayFrames", "FrameRelaySystem"]),
+        // The host app's side.
+        .library(name: "FrameRelayHost", targets: ["FrameRelayHost", "FrameRelayRing", "FrameRelayFrames", "FrameRelaySystem"]),
         .executable(name: "broadcast-sim", targets: ["broadcast-sim"]),
         .executable(name: "frame-relay", targets: ["frame-relay"]),
         .executable(name: "frame-relay-bench", targets: ["Benchmarks"]),
@@ -20,29 +23,62 @@ let package = Package(
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CMemory"),
         .target(name: "CSegmentGuard"),
-        // System calls: descriptors, sockets, addresses, errors, the clock, locks, output files, threads.
-        .target(name: "FrameRelaySystem", dependencies: ["CLinux"]),
+        // System calls: descriptors, sockets, addresses, errors, the clock, locks,
+        // output files, threads, signals, shared memory and the futex. Nothing
+        // above it calls the kernel.
+        .target(name: "FrameRelaySystem", dependencies: ["CLinux", "CSegmentGuard"]),
+        // Pictures in memory: pixel formats, buffers and their planes, frame
+        // metadata, libyuv conversions, JPEG, and the stamp read back by receivers.
+        .target(name: "FrameRelayFrames", dependencies: ["FrameRelaySystem", "CYuv", "CTurboJPEG"]),
+        // The App Group's shared-memory ring: its layout, the producer's and the
+        // host's ends. Both processes link it; it knows no codec.
+        .target(name: "FrameRelayRing", dependencies: ["FrameRelaySystem", "FrameRelayFrames", "CMemory"]),
+        // The broadcast extension's side: the sample handler and the frame
+        // sources (synthetic screen, content models, Y4M files, X11 capture).
+        .target(name: "FrameRelayProducer", dependencies: ["FrameRelaySystem", "FrameRelayFrames", "FrameRelayRing", "CXcb"]),
         // RTP and RTCP on the wire (RFC 3550, 4585, 7741): headers, the VP8 payload, reports, the jitter buffer.
         .target(name: "FrameRelayRTP", dependencies: ["FrameRelaySystem"]),
-        // VP8 decoding (libvpx's decoder only) and the frame number stamped in every picture.
-        .target(name: "FrameRelayDecoding", dependencies: ["CVpx"]),
-        // The HTTP client and the JSON bodies of the APIs it talks to (Janus).
+        // VP8 decoding (libvpx's decoder only).
+        .target(name: "FrameRelayDecoding", dependencies: ["FrameRelayFrames", "CVpx"]),
+        // HTTP: the client and the JSON bodies of the APIs it talks to (Janus),
+        // and the small server the viewer and metrics are served from.
         .target(name: "FrameRelayHTTP", dependencies: ["FrameRelaySystem"]),
+        // The host: takes frames from the ring, converts, encodes VP8 (only
+        // what changed), and delivers to RTP, recordings, the viewer and
+        // Janus; times every stage; and the plain RTP receive side.
+        .target(
+            name: "FrameRelayHost",
+            dependencies: ["FrameRelaySystem", "FrameRelayFrames", "FrameRelayRing", "FrameRelayRTP", "FrameRelayDecoding",
+                           "FrameRelayHTTP", "CVpx", "CYuv", "CTurboJPEG"]
+        ),
         // A WebRTC subscriber of Janus mountpoints that counts frames without
         // decoding them (ICE-lite, DTLS with OpenSSL, SRTP with libsrtp2): the
         // load test's audience. It never sees the encoder.
         .target(
             name: "FrameRelaySubscriber",
-            dependencies: ["FrameRelaySystem", "FrameRelayRTP", "FrameRelayDecoding", "FrameRelayHTTP", "CSSL", "CSRTP", "CZlib"]
+            dependencies: ["FrameRelaySystem", "FrameRelayFrames", "FrameRelayRTP", "FrameRelayDecoding", "FrameRelayHTTP",
+                           "CSSL", "CSRTP", "CZlib"]
         ),
-        .target(
-            name: "FrameRelay",
-            dependencies: ["FrameRelaySystem", "FrameRelayRTP", "FrameRelayDecoding", "FrameRelayHTTP",
-                           "CVpx", "CTurboJPEG", "CYuv", "CXcb", "CLinux", "CMemory", "CSegmentGuard"]
+        // What the command-line programs share: argument parsing, load-test
+        // reports and the benchmark gate. No library user imports it.
+        .target(name: "FrameRelayTools", dependencies: ["FrameRelaySystem", "FrameRelayFrames"]),
+        .executableTarget(name: "broadcast-sim", dependencies: ["FrameRelaySystem", "FrameRelayFrames", "FrameRelayRing", "FrameRelayProducer", "FrameRelayTools"]),
+        .executableTarget(
+            name: "frame-relay",
+            dependencies: ["FrameRelaySystem", "FrameRelayFrames", "FrameRelayRing", "FrameRelayProducer", "FrameRelayHost", "FrameRelayRTP",
+                           "FrameRelayHTTP", "FrameRelayDecoding", "FrameRelaySubscriber", "FrameRelayTools"]
         ),
-        .executableTarget(name: "broadcast-sim", dependencies: ["FrameRelay", "FrameRelaySystem"]),
-        .executableTarget(name: "frame-relay", dependencies: ["FrameRelay", "FrameRelaySystem", "FrameRelayHTTP", "FrameRelayDecoding", "FrameRelaySubscriber"]),
-        .executableTarget(name: "Benchmarks", dependencies: ["FrameRelay", "FrameRelaySystem", "FrameRelayRTP", "FrameRelayDecoding", "FrameRelaySubscriber", "CVpx", "CYuv"], path: "Benchmarks", exclude: ["side-by-side.sh", "thread-count.sh"]),
-        .testTarget(name: "FrameRelayTests", dependencies: ["FrameRelay", "FrameRelaySystem", "FrameRelayRTP", "FrameRelayDecoding", "FrameRelayHTTP", "FrameRelaySubscriber", "CVpx", "CTurboJPEG", "CYuv", "CMemory", "CXcb"]),
+        .executableTarget(
+            name: "Benchmarks",
+            dependencies: ["FrameRelaySystem", "FrameRelayFrames", "FrameRelayRing", "FrameRelayProducer", "FrameRelayHost",
+                           "FrameRelayRTP", "FrameRelayDecoding", "FrameRelaySubscriber", "FrameRelayTools", "CVpx", "CYuv"],
+            path: "Benchmarks", exclude: ["side-by-side.sh", "thread-count.sh"]
+        ),
+        .testTarget(
+            name: "FrameRelayTests",
+            dependencies: ["FrameRelaySystem", "FrameRelayFrames", "FrameRelayRing", "FrameRelayProducer", "FrameRelayHost",
+                           "FrameRelayRTP", "FrameRelayDecoding", "FrameRelayHTTP", "FrameRelaySubscriber", "FrameRelayTools",
+                           "CVpx", "CTurboJPEG", "CYuv", "CMemory", "CXcb"]
+        ),
     ]
 )

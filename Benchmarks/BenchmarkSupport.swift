@@ -1,6 +1,6 @@
 @preconcurrency import Glibc
 import Foundation
-import FrameRelay
+import FrameRelayTools
 
 /// Runs named cases and collects their results.
 final class BenchmarkRunner {

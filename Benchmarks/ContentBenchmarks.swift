@@ -1,7 +1,10 @@
 @preconcurrency import Glibc
-import FrameRelay
 import FrameRelaySystem
+import FrameRelayFrames
+import FrameRelayProducer
 import FrameRelayDecoding
+import FrameRelayHost
+import FrameRelayTools
 
 /// One way of encoding a content, measured as a viewer sees it: the host's
 /// CPU time per frame, and the PSNR of the picture a viewer holds at each
@@ -27,8 +30,8 @@ private final class ContentRun {
         decoder = try VP8Decoder()
     }
 
-    func step(_ frame: PixelBuffer, number: Int, captureTime: UInt64, repeats: Bool = false, changed: PixelRegion? = nil) throws {
-        let r = try relay.relay(frame, number: number, captureTime: captureTime, repeatsPrevious: repeats, changed: changed)
+    func step(_ frame: PixelBuffer, number: Int, captureTime: UInt64, damage: Damage = .unknown) throws {
+        let r = try relay.relay(frame, number: number, captureTime: captureTime, damage: damage)
         cpu.append(Double(r.cpu) / 1000)
         host.append(r.encoded ? Double(r.host) / 1000 : nil)
         while next < viewers.count {
@@ -64,9 +67,9 @@ func contentBenchmarks(quick: Bool, clip: String?, wants: (String) -> Bool = { _
         for n in 0..<count {
             let capture = start + UInt64(n) * 33_333_333
             let frame = try frames.frame(n)
-            try every.step(frame, number: n, captureTime: capture)
-            try aware.step(frame, number: n, captureTime: capture)
-            try told?.step(frame, number: n, captureTime: capture, repeats: frames.repeatsPrevious, changed: frames.changedRegion)
+            try every.step(frame.picture, number: n, captureTime: capture)
+            try aware.step(frame.picture, number: n, captureTime: capture)
+            try told?.step(frame.picture, number: n, captureTime: capture, damage: frame.damage)
         }
         let name = "content.\(source).720p"
         let cpuEvery = every.cpu.reduce(0, +), cpuAware = aware.cpu.reduce(0, +)
@@ -131,20 +134,20 @@ private func nothingCoded(quick: Bool, width: Int, height: Int) throws -> Benchm
     var active = [UInt8](repeating: 0, count: blocks), kept = [UInt8](repeating: VP8Encoder.Segment.kept, count: blocks)
     var cpu = (whole: 0.0, nothing: 0.0)
     for n in 0..<(quick ? 150 : 360) {
-        guard let picture = screen.nextFrame(number: UInt64(n)) else { break }
+        guard let picture = screen.nextFrame(number: UInt64(n))?.picture else { break }
         let input = EncoderInput(picture), capture = UInt64(n) * 33_333_333
-        var start = threadCPUTime()
+        var start = Processor.threadCPUNanoseconds()
         try whole.encode(input, captureTime: capture) { _ in }
-        let wholeTime = Double(threadCPUTime() - start)
-        start = threadCPUTime()
+        let wholeTime = Double(Processor.threadCPUNanoseconds() - start)
+        start = Processor.threadCPUNanoseconds()
         if n == 0 {
             try nothing.encode(input, captureTime: capture) { _ in }  // the keyframe, left out of both
             continue
         }
-        try active.withUnsafeMutableBufferPointer { a in
+        _ = try active.withUnsafeMutableBufferPointer { a in
             try kept.withUnsafeMutableBufferPointer { k in try nothing.encode(input, captureTime: capture, activeMap: a.baseAddress, segments: k.baseAddress) { _ in } }
         }
-        cpu.nothing += Double(threadCPUTime() - start)
+        cpu.nothing += Double(Processor.threadCPUNanoseconds() - start)
         cpu.whole += wholeTime
     }
     return BenchmarkResult(name: "content.typing.720p.nothing_coded_cpu_share", unit: "%", value: cpu.nothing / cpu.whole * 100,
@@ -165,7 +168,7 @@ private final class ContentFrames {
             // One pass of the clip (120 frames), looped here.
             guard let clip else { throw UsageError("the clip needs --clip PATH") }
             let reader = try Y4MFileSource(path: clip, loop: false)
-            while let frame = try reader.nextFrame(number: UInt64(clipFrames.count)) {
+            while let frame = try reader.nextFrame(number: UInt64(clipFrames.count))?.picture {
                 let copy = try PixelBuffer(width: width, height: height, format: .i420)
                 scale(frame, into: copy)
                 clipFrames.append(copy)
@@ -180,15 +183,11 @@ private final class ContentFrames {
 
     /// Whether the source says which frames repeat the one before (the content models do).
     var knowsRepeats: Bool { screen is ContentScreen }
-    /// Whether the last frame repeats the one before, as its source says.
-    var repeatsPrevious: Bool { screen?.repeatsPrevious ?? false }
-    /// Where the last frame differs from the one before, as its source says.
-    var changedRegion: PixelRegion? { screen?.changedRegion }
-
-    /// Frame `n` (in order), valid until the next call.
-    func frame(_ n: Int) throws -> PixelBuffer {
-        guard let screen else { return clipFrames[n % clipFrames.count] }
-        scale(try screen.nextFrame(number: UInt64(n))!, into: picture)
-        return picture
+    /// Frame `n` (in order), valid until the next call, with what its source says changed.
+    func frame(_ n: Int) throws -> SourceFrame {
+        guard let screen else { return SourceFrame(clipFrames[n % clipFrames.count]) }
+        let frame = try screen.nextFrame(number: UInt64(n))!
+        scale(frame.picture, into: picture)
+        return SourceFrame(picture, damage: frame.damage)
     }
 }

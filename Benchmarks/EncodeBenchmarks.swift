@@ -2,8 +2,12 @@
 import CVpx
 import CYuv
 import Foundation
-import FrameRelay
 import FrameRelaySystem
+import FrameRelayFrames
+import FrameRelayRing
+import FrameRelayProducer
+import FrameRelayHost
+import FrameRelayTools
 
 /// Frames held in memory for the encode benchmarks.
 struct FrameSet {
@@ -20,7 +24,7 @@ func loadFrames(source: String, width: Int, height: Int, count: Int, clip: Strin
         guard let clip else { throw UsageError("the clip benchmark needs --clip PATH (the shared clip after xz -dk)") }
         let reader = try Y4MFileSource(path: clip)
         for n in 0..<count {
-            guard let frame = try reader.nextFrame(number: UInt64(n)) else { break }
+            guard let frame = try reader.nextFrame(number: UInt64(n))?.picture else { break }
             let out = try PixelBuffer(width: width, height: height, format: .i420)
             scale(frame, into: out)
             frames.append(out)
@@ -28,7 +32,7 @@ func loadFrames(source: String, width: Int, height: Int, count: Int, clip: Strin
     } else {
         let screen = try SyntheticScreen(width: width, height: height, format: .i420)
         for n in 0..<count {
-            let frame = screen.nextFrame(number: UInt64(n))!
+            let frame = screen.nextFrame(number: UInt64(n))!.picture
             let out = try PixelBuffer(width: width, height: height, format: .i420)
             scale(frame, into: out)
             frames.append(out)
@@ -65,11 +69,7 @@ struct Samples {
     var values: [Double] = []
     mutating func add(_ value: Double) { values.append(value) }
     var sum: Double { values.reduce(0, +) }
-    func percentile(_ p: Double) -> Double {
-        guard !values.isEmpty else { return 0 }
-        let sorted = values.sorted()
-        return sorted[min(sorted.count - 1, max(0, Int((p / 100 * Double(sorted.count)).rounded(.up)) - 1))]
-    }
+    func percentile(_ p: Double) -> Double { values.sorted().nearestRankPercentile(p) }
 }
 
 /// A plain libvpx encoder at the relay's settings, driven by hand: the floor
@@ -147,23 +147,22 @@ final class RelayPath {
     /// clock, as the plain loop's); returns host-side ns, publish → encoded ns
     /// measured from this call, the ring write's ns, the host side's CPU ns
     /// on this thread, and whether the frame was encoded (not skipped).
-    /// `repeatsPrevious`: the producer says the frame repeats the one before;
-    /// `changed`: where it differs from the one before, as the producer says.
+    /// `damage`: what the producer says changed since the frame before.
     func relay(
-        _ frame: PixelBuffer, number: Int, captureTime: UInt64, repeatsPrevious: Bool = false, changed: PixelRegion? = nil
+        _ frame: PixelBuffer, number: Int, captureTime: UInt64, damage: Damage = .unknown
     ) throws -> (host: UInt64, endToEnd: UInt64, write: UInt64, cpu: UInt64, encoded: Bool) {
         let entry = MonotonicClock.now()
-        try producer.publish(frame, frameNumber: UInt64(number), captureTime: captureTime, repeatsPrevious: repeatsPrevious, changed: changed)
+        try producer.publish(frame, frameNumber: UInt64(number), captureTime: captureTime, damage: damage)
         let takeStart = MonotonicClock.now()
         let write = takeStart - entry
-        let cpuStart = threadCPUTime()
+        let cpuStart = Processor.threadCPUNanoseconds()
         while true {
             switch try host.next(timeoutNanoseconds: 100_000_000) {
             case .frame(let view):
                 var frame = HostFrame(view, taken: MonotonicClock.now())
                 try pipeline.process(&frame)
                 let end = MonotonicClock.now()
-                let cpu = threadCPUTime() - cpuStart
+                let cpu = Processor.threadCPUNanoseconds() - cpuStart
                 latency.record(frame.timing)
                 return (end - takeStart, end - entry, write, cpu, frame.timing.encoded != 0)
             case .invalidFrame(let reason): throw UsageError("benchmark frame invalid: \(reason)")
@@ -173,13 +172,6 @@ final class RelayPath {
     }
 }
 
-/// CPU time of the calling thread (ns).
-func threadCPUTime() -> UInt64 {
-    var time = timespec()
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
-    return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
-}
-
 /// Plain libvpx and the relay side by side on the same frames, frame by
 /// frame interleaved so both meet the same machine at the same moment.
 func encodeBenchmarks(quick: Bool, clip: String?) throws -> [BenchmarkResult] {
@@ -187,7 +179,7 @@ func encodeBenchmarks(quick: Bool, clip: String?) throws -> [BenchmarkResult] {
     let count = quick ? 20 : 120
     var cases: [(String, Int, Int)] = [("synthetic", 1280, 720), ("synthetic", 1920, 1080)]
     if clip != nil { cases = [("clip", 1280, 720), ("clip", 1920, 1080)] + cases }
-    let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+    let cores = Processor.onlineCount
     for (source, width, height) in cases {
         let set = try loadFrames(source: source, width: width, height: height, count: count, clip: clip)
         let settings = VP8Settings()
@@ -248,7 +240,7 @@ func streamingBenchmarks(quick: Bool, clip: String?) throws -> [BenchmarkResult]
     var results: [BenchmarkResult] = []
     let count = quick ? 30 : 150
     let source = clip == nil ? "synthetic" : "clip"
-    let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+    let cores = Processor.onlineCount
     for (width, height) in [(1280, 720), (1920, 1080)] {
         let set = try loadFrames(source: source, width: width, height: height, count: count, clip: clip)
         let settings = VP8Settings()

@@ -1,7 +1,10 @@
 @preconcurrency import Glibc
 import Foundation
-import FrameRelay
 import FrameRelaySystem
+import FrameRelayFrames
+import FrameRelayRing
+import FrameRelayHost
+import FrameRelayTools
 
 /// Producer write cost as a ratio to a plain memcpy of the same size,
 /// measured side by side (alternating) in one run. Sources rotate through

@@ -1,8 +1,10 @@
 @preconcurrency import Glibc
 import Foundation
-import FrameRelay
 import FrameRelaySystem
-import FrameRelayDecoding
+import FrameRelayFrames
+import FrameRelayRing
+import FrameRelayHost
+import FrameRelayTools
 
 /// The same frames, the same settings, the same receiver, through four
 /// pipelines: a plain libvpx loop, ffmpeg (raw video → libvpx → RTP),
@@ -50,7 +52,7 @@ struct SideBySide {
     /// Encoder threads for all four: as given, else our policy's choice for this size on this machine.
     let threadsGiven: Int?
     var threads: Int {
-        threadsGiven ?? VP8Settings.threadCount(width: width, height: height, cores: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), concurrentEncoders: 1)
+        threadsGiven ?? VP8Settings.threadCount(width: width, height: height, cores: Processor.onlineCount, concurrentEncoders: 1)
     }
     let work: URL
     let keep: Bool  // keep the logs, and trace the plain loop's and our host's stages
@@ -129,7 +131,7 @@ struct SideBySide {
     /// FrameRelay's cap on a keyframe's size (percent of a frame's budget), given to all four.
     var maxIntraPercent: Int { var settings = VP8Settings(); settings.frameRate = mediaRate; return settings.maxIntraBitratePercent }
     /// Threads GStreamer's videoconvert gets: the bands ours converts BGRA in.
-    var conversionThreads: Int { FrameConverter.bands(concurrentEncoders: 1, cores: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+    var conversionThreads: Int { FrameConverter.bands(concurrentEncoders: 1, cores: Processor.onlineCount) }
     var ffmpegPixelFormat: String { input == .i420 ? "yuv420p" : "\(input)" }  // ffmpeg's names: yuv420p, nv12, bgra
     var width: Int { frames[0].width }
     var height: Int { frames[0].height }
@@ -143,6 +145,7 @@ struct SideBySide {
         let encoder = try VP8Encoder(settings: {
             var s = VP8Settings(); s.bitrateKbps = bitrate; s.frameRate = mediaRate; s.screenContentMode = 0; s.threads = threads; return s
         }())
+        var keyframes = KeyframeSchedule(interval: encoder.settings.keyframeInterval)
         // The floor: the same frames straight into libvpx (which reads I420 and NV12), converted first (one libyuv call) when they are BGRA.
         let picture = try PixelBuffer(width: width, height: height, format: .i420)
         // With `keep`, its stage times in the host's trace shape, to set beside ours frame by frame.
@@ -153,11 +156,14 @@ struct SideBySide {
             if frame.format == .bgra { _ = plainConvert(frame, into: picture) }
             var timing = FrameTiming()
             if keep { timing.frame = UInt64(n); timing.captured = captured; timing.converted = MonotonicClock.now() }
-            try encoder.encode(EncoderInput(frame.format == .bgra ? picture : frame), captureTime: media) { packet in
+            let input = EncoderInput(frame.format == .bgra ? picture : frame)
+            let keyframe = keyframes.isDue(width: input.width, height: input.height, pts: encoder.timestamp(for: media), periodic: true)
+            let outcome = try encoder.encode(input, captureTime: media, keyframe: keyframe) { packet in
                 if keep, timing.encoded == 0 { timing.encoded = MonotonicClock.now() }
                 rtp.send(packet, captureTime: media)
                 if keep { timing.sent = MonotonicClock.now() }
             }
+            keyframes.encoded(outcome, width: input.width, height: input.height)
             if keep { trace.append(timing) }
         }
         if keep {

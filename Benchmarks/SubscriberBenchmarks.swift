@@ -1,9 +1,9 @@
 @preconcurrency import Glibc
 import Foundation
-import FrameRelay
+import FrameRelaySystem
 import FrameRelayRTP
 import FrameRelaySubscriber
-import FrameRelaySystem
+import FrameRelayTools
 
 /// What one native WebRTC viewer costs per packet of a 720p15 stream at
 /// 1.5 Mbit/s (load-test's defaults): a datagram taken from a loopback

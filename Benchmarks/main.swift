@@ -1,7 +1,8 @@
 @preconcurrency import Glibc
 import Foundation
-import FrameRelay
 import FrameRelaySystem
+import FrameRelayFrames
+import FrameRelayTools
 
 /// frame-relay-bench: named benchmark cases with warm-up and percentiles,
 /// JSON output in the `[{"name", "unit", "value"}]` shape, and a compare

@@ -1,4 +1,5 @@
 internal import CVpx
+import FrameRelayFrames
 
 /// A decoded picture (I420 planes), borrowed until the next decode.
 public struct DecodedPicture {

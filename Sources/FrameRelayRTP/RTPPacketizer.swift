@@ -18,12 +18,16 @@ package struct RTPPacketizer {
     private(set) var sequence: UInt16
     package private(set) var pictureID: UInt16
 
-    package init(ssrc: UInt32, payloadType: UInt8 = 96, maxPacketSize: Int) {
+    /// Starts at a random sequence number and PictureID unless given (RFC 3550 §5.1).
+    package init(
+        ssrc: UInt32, payloadType: UInt8 = 96, maxPacketSize: Int,
+        sequence: UInt16 = .random(in: 0...UInt16.max), pictureID: UInt16 = .random(in: 0...0x7FFF)
+    ) {
         self.ssrc = ssrc
         self.payloadType = payloadType
         self.maxPacketSize = maxPacketSize
-        self.sequence = UInt16.random(in: 0...UInt16.max)
-        self.pictureID = UInt16.random(in: 0...0x7FFF)
+        self.sequence = sequence
+        self.pictureID = pictureID & 0x7FFF
     }
 
     /// Writes each packet of `frame` into `scratch` (at least

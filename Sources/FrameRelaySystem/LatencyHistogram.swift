@@ -179,3 +179,13 @@ public struct LatencyBin: Sendable, Codable, Equatable {
         return byLow.values.sorted { $0.low < $1.low }
     }
 }
+
+extension Array where Element == Double {
+    /// The `p`th percentile (0–100) of these values, sorted ascending, by the
+    /// nearest-rank method: the smallest value with at least `p` % of the
+    /// values at or below it; 0 when there are none.
+    public func nearestRankPercentile(_ p: Double) -> Double {
+        guard !isEmpty else { return 0 }
+        return self[Swift.min(count - 1, Swift.max(0, Int((p / 100 * Double(count)).rounded(.up)) - 1))]
+    }
+}

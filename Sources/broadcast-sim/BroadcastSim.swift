@@ -1,7 +1,10 @@
 @preconcurrency import Glibc
 import FoundationEssentials
-import FrameRelay
 import FrameRelaySystem
+import FrameRelayFrames
+import FrameRelayRing
+import FrameRelayProducer
+import FrameRelayTools
 
 /// broadcast-sim's one command: its options, what they say together, and
 /// the broadcast (started, one sample per frame on a schedule that never
@@ -144,7 +147,6 @@ struct BroadcastSim: ParsableCommand {
         var pauses = s.pauses.sorted { $0.at < $1.at }[...]
         var stopReason = "done"
         var lastRingFailure: String?
-        var recreationsLogged = 0
 
         loop: while true {
             if stopSignals.load(ordering: .relaxed) > 0 { stopReason = "signal"; break }
@@ -178,26 +180,25 @@ struct BroadcastSim: ParsableCommand {
             MonotonicClock.sleep(until: deadline)
             let captureTime = MonotonicClock.now()
             guard let upright = try source.nextFrame(number: number) else { break }
-            let buffer = try formatter.format(upright)
+            let buffer = try formatter.format(upright.picture)
             // Where the picture changed, in upright raw pixels (a turned picture, or a JPEG's blocks, would need it mapped).
-            let changed = orientation == .up && format != .jpeg ? source.changedRegion : nil
-            switch handler.processSample(
-                buffer, frameNumber: number, captureTime: captureTime, orientation: orientation, unchanged: source.repeatsPrevious, changed: changed)
-            {
+            var damage = upright.damage
+            if case .region = damage, orientation != .up || format == .jpeg { damage = .unknown }
+            switch handler.processSample(buffer, frameNumber: number, captureTime: captureTime, orientation: orientation, damage: damage) {
             case .published: published += 1
+            case .publishedToNewRing(let reason):
+                published += 1
+                lastRingFailure = nil
+                let recreations = handler.ring?.recreations ?? 0
+                if !s.quiet, recreations <= 10 || recreations.isMultiple(of: 100) {
+                    log("ring damaged by another process (\(reason)); made a fresh one (\(recreations) so far)")
+                }
             case .stopRequested: stopReason = "host asked to stop"; break loop
             case .tooLarge: throw UsageError("frame \(number) (\(buffer.byteCount) bytes) does not fit the ring")
             case .ringFailed(let reason):
                 if reason != lastRingFailure, !s.quiet { log("frame \(number) not sent: the ring was damaged and could not be made anew: \(reason)") }
                 lastRingFailure = reason
             case .throttled, .ignored: break
-            }
-            if let ring = handler.ring, ring.recreations != recreationsLogged {
-                recreationsLogged = ring.recreations
-                lastRingFailure = nil
-                if !s.quiet, recreationsLogged <= 10 || recreationsLogged.isMultiple(of: 100) {
-                    log("ring damaged by another process (\(ring.lastRecreation ?? "")); made a fresh one (\(recreationsLogged) so far)")
-                }
             }
             if !warnedNoHost, !s.quiet, published > 0, MonotonicClock.now() &- startedAt >= 3_000_000_000, (handler.ring?.framesTaken ?? 0) == 0 {
                 warnedNoHost = true

@@ -1,5 +1,4 @@
-import FrameRelay
-
+import FrameRelayProducer
 /// The sample handler of this extension: its App Group comes from the command line.
 final class SimulatedExtension: BroadcastSampleHandler {
     let group: String

@@ -1,7 +1,7 @@
 @preconcurrency import Glibc
-import FrameRelay
-import Synchronization
 import FrameRelaySystem
+import FrameRelayTools
+import Synchronization
 
 /// broadcast-sim: a producer process that behaves like a ReplayKit broadcast
 /// upload extension and writes frames into the App Group's ring.

@@ -1,7 +1,8 @@
 @preconcurrency import Glibc
 import Foundation
-import FrameRelay
 import FrameRelaySystem
+import FrameRelayHost
+import FrameRelayTools
 
 /// The cross-check audience of a load-test step (`--viewer-kind aiortc`):
 /// `count` aiortc viewers (scripts/webrtc-viewer, one Python process each,
@@ -80,10 +81,8 @@ final class AiortcViewers: LoadTestWatchers {
         var captured: [String: [Int: Int]] = [:]
         for trace in traces {
             for line in ((try? String(contentsOf: trace, encoding: .utf8)) ?? "").split(separator: "\n") {
-                guard let record = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], let share = record["share"] as? String,
-                    let frame = record["frame"] as? Int, let time = record["captured"] as? Int
-                else { continue }
-                captured[share, default: [:]][frame] = time
+                guard let record = try? JSONDecoder().decode(TraceLine.self, from: Data(line.utf8)) else { continue }
+                captured[record.share, default: [:]][record.frame] = record.captured
             }
         }
         return names.indices.map { share in
@@ -91,7 +90,7 @@ final class AiortcViewers: LoadTestWatchers {
             guard !mine.isEmpty else { return nil }
             var decoded: [Int] = [], lost = 0.0, first = 0.0, latencies: [Double] = []
             for entry in mine {
-                guard let report = (try? JSONSerialization.jsonObject(with: Data(contentsOf: entry.report))) as? [String: Any] else {
+                guard let data = try? Data(contentsOf: entry.report), let report = try? JSONDecoder().decode(ViewerReport.self, from: data) else {
                     // A viewer that failed: its own last words.
                     let words = (try? String(contentsOf: entry.report.deletingPathExtension().appendingPathExtension("log"), encoding: .utf8))?.split(separator: "\n").last
                     log("load-test: a viewer of \(names[share]) saw nothing: \(words.map { PeerText.quoted($0) } ?? "no report")")
@@ -99,10 +98,10 @@ final class AiortcViewers: LoadTestWatchers {
                     lost = 100
                     continue
                 }
-                let stamps = (report["stamps"] as? [Any] ?? []).compactMap { $0 as? Int }
-                let times = report["decoded"] as? [Int] ?? []
+                let stamps = report.stamps.compactMap { $0 }
+                let times = report.decoded
                 decoded.append(stamps.count)
-                first = max(first, report["firstFrameMs"] as? Double ?? 0)
+                first = max(first, report.firstFrameMs ?? 0)
                 if let low = stamps.min(), let high = stamps.max() {
                     lost = max(lost, Double(high - low + 1 - Set(stamps).count) / Double(high - low + 1) * 100)
                 } else {
@@ -112,7 +111,7 @@ final class AiortcViewers: LoadTestWatchers {
                 for (stamp, time) in zip(stamps, times) { if let capture = frames[stamp] { latencies.append(Double(time - capture) / 1e6) } }
             }
             latencies.sort()
-            func percentile(_ p: Double) -> Double { latencies.isEmpty ? 0 : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
+            func percentile(_ p: Double) -> Double { latencies.nearestRankPercentile(p * 100) }
             let group = LoadTestReport.ViewerGroup(
                 link: "perfect", viewers: mine.count, watching: decoded.filter { $0 > 0 }.count, lossPercent: lost,
                 p50Ms: latencies.isEmpty ? nil : percentile(0.5), p99Ms: latencies.isEmpty ? nil : percentile(0.99), firstFrameMaxMs: first)
@@ -121,4 +120,19 @@ final class AiortcViewers: LoadTestWatchers {
                 glassToGlassP50Milliseconds: percentile(0.5), glassToGlassP99Milliseconds: percentile(0.99), groups: [group])
         }
     }
+}
+
+/// One line of a host's `--trace` file, as far as the viewers' latency needs it.
+private struct TraceLine: Decodable {
+    let share: String
+    let frame: Int
+    let captured: Int
+}
+
+/// What scripts/webrtc-viewer reports: the stamp read from each decoded
+/// picture (null where none could be read) and when it was decoded.
+private struct ViewerReport: Decodable {
+    let stamps: [Int?]
+    let decoded: [Int]
+    let firstFrameMs: Double?
 }

@@ -1,7 +1,8 @@
 @preconcurrency import Glibc
 import Foundation
-import FrameRelay
 import FrameRelaySystem
+import FrameRelayHTTP
+import FrameRelayTools
 
 /// What the subcommands share: the log line, output checks, listen
 /// addresses, and finding the package's other executables.

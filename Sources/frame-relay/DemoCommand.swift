@@ -1,7 +1,12 @@
 @preconcurrency import Glibc
 import Foundation
-import FrameRelay
 import FrameRelaySystem
+import FrameRelayFrames
+import FrameRelayRing
+import FrameRelayRTP
+import FrameRelayHTTP
+import FrameRelayHost
+import FrameRelayTools
 
 /// `frame-relay demo`: starts broadcast-sim (synthetic screen, or the X11
 /// desktop) and the host with live stats, and ends both on Ctrl-C.

@@ -1,6 +1,6 @@
 @preconcurrency import Glibc
-import FrameRelay
 import FrameRelaySystem
+import FrameRelayTools
 
 /// `frame-relay janus`: runs a Janus of our own (Debian's janus, the
 /// streaming plugin and HTTP transport only, a generated configuration)

@@ -1,8 +1,8 @@
 @preconcurrency import Glibc
 import Foundation
-import FrameRelay
 import FrameRelaySystem
 import FrameRelayHTTP
+import FrameRelayHost
 
 /// A Janus server of our own (Debian's `janus`): the streaming plugin and
 /// the HTTP transport only, from a configuration generated in a temporary
@@ -15,7 +15,7 @@ final class JanusServer {
 
     /// Janus's static event loops (its `event_loops`): one a core, shared by
     /// every PeerConnection, instead of a loop and a thread for each.
-    static var eventLoops: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+    static var eventLoops: Int { Processor.onlineCount }
 
     /// Where Debian installs Janus's plugins (per architecture), if Janus is installed.
     public static var libraryFolder: String? {

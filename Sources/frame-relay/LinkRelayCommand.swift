@@ -1,6 +1,6 @@
-import FrameRelay
-import FrameRelaySubscriber
 import FrameRelaySystem
+import FrameRelaySubscriber
+import FrameRelayTools
 
 /// `frame-relay link-relay`: an impaired link for a browser watching
 /// through Janus (the viewer page's `?relay=IP:VIEWER-PORT:JANUS-PORT`

@@ -1,8 +1,11 @@
 @preconcurrency import Glibc
 import Foundation
-import FrameRelay
-import FrameRelaySubscriber
 import FrameRelaySystem
+import FrameRelayFrames
+import FrameRelayProducer
+import FrameRelayHost
+import FrameRelaySubscriber
+import FrameRelayTools
 
 /// `frame-relay load-test`: N broadcast-sim producers into one host, each
 /// share encoded; reports per share and in total, and in ramp mode finds the
@@ -74,7 +77,7 @@ struct LoadTest: ParsableCommand {
         let viewerScript = janus.isEmpty || viewerKind == .native ? nil : try AiortcViewers.findScript(viewer)
         let objective = LoadTestReport.Objective(maxDropPercent: maxDropPercent, maxP99Milliseconds: maxP99Milliseconds, warmUpSeconds: warmUp,
                                                  maxViewerLossPercent: maxViewerLossPercent, maxViewerP99Milliseconds: maxViewerP99Milliseconds)
-        let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        let cores = Processor.onlineCount
         var results = LoadTestReport(size: "\(size.width)x\(size.height)", framesPerSecond: fps, format: "\(format)", cores: cores, hosts: hosts, objective: objective)
 
         /// One step: `count` shares, each watched by `watchers` viewers when there is a Janus.

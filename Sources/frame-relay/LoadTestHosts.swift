@@ -1,8 +1,10 @@
 @preconcurrency import Glibc
 import Foundation
-import FrameRelay
 import FrameRelaySystem
+import FrameRelayRing
 import FrameRelayHTTP
+import FrameRelayHost
+import FrameRelayTools
 
 /// Hosts the shares: here (one host) or dealt round robin to `hosts` child
 /// hosts, whose statistics are read from their `/stats.json` while they run
@@ -32,7 +34,7 @@ func hostShares(
         return (finals, [trace(0)].compactMap { $0 })
     }
     let relay = try siblingExecutable("frame-relay")
-    let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+    let cores = Processor.onlineCount
     // The machine's cores are shared by every share, whichever host it is in.
     let threads = encoding.settings.threads ?? VP8Settings.threadCount(width: size.width, height: size.height, cores: cores, concurrentEncoders: groups.count)
     let shares = (0..<hosts).map { host in Array(stride(from: host, to: groups.count, by: hosts)) }

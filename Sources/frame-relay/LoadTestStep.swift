@@ -1,20 +1,14 @@
 @preconcurrency import Glibc
 import Foundation
-import FrameRelay
-import FrameRelaySubscriber
 import FrameRelaySystem
+import FrameRelayFrames
+import FrameRelayRing
+import FrameRelayHost
+import FrameRelaySubscriber
+import FrameRelayTools
 
 // One step of a load test: its producers, its hosts, and what it measured.
 
-/// CPU seconds (user + system) a process has used, from /proc.
-func processCPUSeconds(_ pid: Int32) -> Double {
-    guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-        let close = text.lastIndex(of: ")")
-    else { return 0 }
-    let fields = text[text.index(after: close)...].split(separator: " ")
-    guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-}
 
 /// Who watches a step through Janus, and how.
 struct LoadTestAudience {
@@ -113,7 +107,7 @@ func runStep(
             do { try viewers.startIfReady(snapshots, seconds: duration - elapsed - 0.5) } catch { viewerError = error }
             // Read while they run: a child that has exited and been reaped has no /proc entry.
             if !viewers.pids.isEmpty {
-                let reading = (now, janus.map(processCPUSeconds).reduce(0, +), viewers.pids.map(processCPUSeconds).reduce(0, +))
+                let reading = (now, janus.map(Processor.cpuSeconds(ofProcess:)).reduce(0, +), viewers.pids.map(Processor.cpuSeconds(ofProcess:)).reduce(0, +))
                 if watchingFrom == nil { watchingFrom = reading } else if reading.2 > 0 { watchingLast = reading }
             }
         }
@@ -122,7 +116,7 @@ func runStep(
             timeline.append(LoadTestReport.Sample(
                 seconds: elapsed, fps: snapshots.map(\.fps),
                 p99Milliseconds: snapshots.map { share in share.recentCaptureToEncoded.flatMap { $0.count > 0 ? $0.p99 / 1000 : nil } }))
-            producerCPU = launcher.pids.map { $0 == 0 ? 0 : processCPUSeconds($0) }
+            producerCPU = launcher.pids.map { $0 == 0 ? 0 : Processor.cpuSeconds(ofProcess: $0) }
         }
         producerStopped = launcher.stopped()
         return producerStopped != nil

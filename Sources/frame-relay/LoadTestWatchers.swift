@@ -1,5 +1,6 @@
 import Foundation
-import FrameRelay
+import FrameRelayHost
+import FrameRelayTools
 
 /// Who watches a load-test step's shares through Janus: started once every
 /// share's host has opened its mountpoint, and what they saw, per share.

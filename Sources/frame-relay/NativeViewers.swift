@@ -1,8 +1,9 @@
 @preconcurrency import Glibc
 import Foundation
-import FrameRelay
-import FrameRelaySubscriber
 import FrameRelaySystem
+import FrameRelayHost
+import FrameRelaySubscriber
+import FrameRelayTools
 
 /// The audience of a load-test step: one `frame-relay subscribe` process
 /// with `count` WebRTC viewers on every share's mountpoint, dealt across

@@ -1,6 +1,8 @@
 import Foundation
-import FrameRelay
 import FrameRelaySystem
+import FrameRelayRTP
+import FrameRelayHost
+import FrameRelayTools
 
 /// `frame-relay receive`: a VP8 RTP receiver that decodes with libvpx,
 /// recovers with NACK and PLI, and reads the frame numbers stamped into

@@ -1,6 +1,10 @@
 @preconcurrency import Glibc
-import FrameRelay
+import FrameRelaySystem
+import FrameRelayRing
+import FrameRelayRTP
 import FrameRelayHTTP
+import FrameRelayHost
+import FrameRelayTools
 
 /// `frame-relay run` (the default): attach to App Group rings, take every
 /// newest frame, encode, stream, record and serve the viewer.

@@ -1,7 +1,9 @@
 import Foundation
-import FrameRelay
-import FrameRelaySubscriber
 import FrameRelaySystem
+import FrameRelayRing
+import FrameRelayHost
+import FrameRelaySubscriber
+import FrameRelayTools
 
 /// `frame-relay subscribe`: WebRTC viewers of a Janus mountpoint, many in
 /// one process, that count frames without decoding them (one in K decodes

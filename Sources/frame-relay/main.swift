@@ -1,6 +1,6 @@
 @preconcurrency import Glibc
-import FrameRelay
 import FrameRelaySystem
+import FrameRelayTools
 import Synchronization
 
 /// frame-relay: the host. It attaches to one or more App Groups' rings and

@@ -1,4 +1,4 @@
-import FrameRelay
+import FrameRelayRing
 import Testing
 
 @Suite struct AppGroupTests {

@@ -1,5 +1,5 @@
 import Foundation
-import FrameRelay
+import FrameRelayTools
 import Testing
 
 /// The benchmark JSON shape and the regression gate.

@@ -1,5 +1,6 @@
 import Foundation
-import FrameRelay
+import FrameRelaySystem
+import FrameRelayTools
 import Testing
 
 /// Bad input: one clear line on stderr and a non-zero exit, from both executables.

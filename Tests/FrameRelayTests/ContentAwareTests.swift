@@ -1,9 +1,13 @@
 @preconcurrency import Glibc
 import Foundation
-import FrameRelay
-import Testing
 import FrameRelaySystem
+import FrameRelayFrames
+import FrameRelayRing
+import FrameRelayProducer
 import FrameRelayDecoding
+import FrameRelayHost
+import FrameRelayTools
+import Testing
 
 /// Encoding only what changed: damage, zero-hertz, the active map's
 /// convergence, keyframes only when a receiver needs one, content models.
@@ -51,7 +55,7 @@ import FrameRelayDecoding
     /// The still content model at 640×360, recorded by a host with `hostArguments`: the IVF, the statistics and the last decoded picture's PSNR against the screen.
     private func recordStill(_ hostArguments: [String]) throws -> (ivf: String, share: ShareStats, psnr: Double) {
         let (ivf, share) = try recordRun(["--content", "still", "--size", "640x360", "--fps", "30", "--frames", "150", "--format", "i420"], host: hostArguments)
-        let source = try #require(try ContentScreen(.still, width: 640, height: 360).nextFrame(number: 0))
+        let source = try #require(try ContentScreen(.still, width: 640, height: 360).nextFrame(number: 0)?.picture)
         let decoder = try VP8Decoder()
         var last: PixelBuffer?
         for frame in try ivfFrames(ivf) {
@@ -92,23 +96,16 @@ import FrameRelayDecoding
 
     @Test func typingEncodesOnlyTheFramesThatChangedAndOnlyWhereTheyChanged() throws {
         // Two seconds of typing, then the typist stops: the last picture 150 more times.
-        let group = uniqueGroup("typing")
         let screen = try ContentScreen(.typing, width: 640, height: 360)
-        let producer = try RingProducer(appGroup: group, slotCapacity: try PixelBuffer.capacity(width: 640, height: 360, format: .i420))
-        defer { producer.finish() }
-        let host = RingHost(appGroup: group)
-        defer { host.detach() }
-        let pipeline = try SharePipeline(options: SharePipeline.Options())
-        var picture = try #require(screen.nextFrame(number: 0))
+        let share = try InProcessShare("typing", width: 640, height: 360)
+        let pipeline = share.pipeline
+        var picture = try #require(screen.nextFrame(number: 0)?.picture)
         var encodedAfterStop: [Bool] = []
         var steady = (partial: UInt64(0), active: UInt64(0))
         for n in 0..<210 {
-            if n < 60 { picture = try #require(screen.nextFrame(number: UInt64(n))) }
-            try producer.publish(picture, frameNumber: UInt64(n), captureTime: UInt64(n + 1) * 33_333_333)
-            guard case .frame(let view) = try #require(try nextFrameEvent(host)) else { Issue.record("no frame \(n)"); return }
-            var frame = HostFrame(view, taken: MonotonicClock.now())
+            if n < 60 { picture = try #require(screen.nextFrame(number: UInt64(n))?.picture) }
             let before = pipeline.stats
-            try pipeline.process(&frame)
+            let frame = try share.relay(picture, n)
             if n >= 45, n < 60 {
                 steady.partial += pipeline.stats.partial - before.partial
                 steady.active += pipeline.stats.activeMacroblocks - before.activeMacroblocks
@@ -141,7 +138,7 @@ import FrameRelayDecoding
             // The source of the frame shown, drawn in BGRA as broadcast-sim drew it and converted as the host converts.
             let screen = try ContentScreen(.typing, width: 640, height: 360, format: .bgra)
             var source: PixelBuffer?
-            for n in 0...number { source = screen.nextFrame(number: n) }
+            for n in 0...number { source = screen.nextFrame(number: n)?.picture }
             let converted = try PixelBuffer(width: 640, height: 360, format: .i420)
             PixelConversion.convert(try #require(source), to: converted)
             return (share, PixelConversion.psnr(converted, shown))
@@ -201,19 +198,19 @@ import FrameRelayDecoding
                            RingHost(appGroup: group), try SharePipeline(options: options), options.recordPath!))
         }
         defer { for share in shares { share.producer.finish(); share.host.detach() } }
-        var picture = try #require(screen.nextFrame(number: 0))
+        var picture = try #require(screen.nextFrame(number: 0)).picture
         var heldPicture: UInt64 = 0
         var carried = 0
         for n in 0..<70 {
-            var repeats = true, changed: PixelRegion? = PixelRegion()
+            var damage = Damage.none
             if n < 40 {
-                picture = try #require(screen.nextFrame(number: UInt64(n)))
-                repeats = screen.repeatsPrevious
-                changed = screen.changedRegion
+                let frame = try #require(screen.nextFrame(number: UInt64(n)))
+                picture = frame.picture
+                damage = frame.damage
             }
             for (way, share) in shares.enumerated() {
                 try share.producer.publish(picture, frameNumber: UInt64(n), captureTime: UInt64(n + 1) * 33_333_333,
-                                           repeatsPrevious: way == 0 && repeats, changed: way == 0 ? changed : nil)
+                                           damage: way == 0 ? damage : .unknown)
                 if n % 5 == 3 { continue }
                 guard case .frame(let view) = try #require(try nextFrameEvent(share.host)) else { Issue.record("no frame \(n)"); return }
                 if way == 0 {
@@ -264,7 +261,7 @@ import FrameRelayDecoding
         // A still, detailed picture, coded coarsely by the first keyframe, then
         // 7 times more while the rate control lowers the quantizer: with the
         // left half in the refine segment, and without.
-        let picture = try #require(try ContentScreen(.typing, width: 640, height: 360).nextFrame(number: 0))
+        let picture = try #require(try ContentScreen(.typing, width: 640, height: 360).nextFrame(number: 0)?.picture)
         var ratios: [Double] = []
         for refined in [true, false] {
             var settings = VP8Settings()
@@ -276,7 +273,7 @@ import FrameRelayDecoding
             for row in 0..<23 { for column in 0..<20 { refine[row * 40 + column] = VP8Encoder.Segment.refine } }
             var shown: PixelBuffer?
             for n in 0..<8 {
-                try refine.withUnsafeMutableBufferPointer { map in
+                _ = try refine.withUnsafeMutableBufferPointer { map in
                     try encoder.encode(EncoderInput(picture), captureTime: UInt64(n + 1) * 33_333_333, segments: refined && n > 0 ? map.baseAddress : nil,
                                        refineDelta: RefreshSchedule.refineDelta) { frame in
                         #expect(decoder.decode(frame.bytes) { shown = try? $0.copyI420() })
@@ -454,13 +451,13 @@ import FrameRelayDecoding
     func aContentModelStartedLaterShowsWhatItWouldHaveShownThen(_ content: ContentScreen.Content, _ k: Int) throws {
         let fromStart = try ContentScreen(content, width: 320, height: 180)
         var expected: PixelBuffer?
-        for n in 0...k { expected = fromStart.nextFrame(number: UInt64(n)) }
+        for n in 0...k { expected = fromStart.nextFrame(number: UInt64(n))?.picture }
         let later = try ContentScreen(content, width: 320, height: 180, start: k)
-        let first = try #require(later.nextFrame(number: UInt64(k)))
+        let first = try #require(later.nextFrame(number: UInt64(k))?.picture)
         let same = try #require(expected).withUnsafeBytes { a in first.withUnsafeBytes { b in a.elementsEqual(b) } }
         #expect(same)
         // And not what it showed at 0.
-        let zero = try #require(try ContentScreen(content, width: 320, height: 180).nextFrame(number: UInt64(k)))
+        let zero = try #require(try ContentScreen(content, width: 320, height: 180).nextFrame(number: UInt64(k))?.picture)
         #expect(!zero.withUnsafeBytes { a in first.withUnsafeBytes { b in a.elementsEqual(b) } })
     }
 
@@ -476,9 +473,10 @@ import FrameRelayDecoding
         let screen = try ContentScreen(content, width: width, height: height, format: format)
         var compared = 0
         for n in 0..<frames {
-            let picture = try #require(screen.nextFrame(number: UInt64(n)))
-            guard !screen.repeatsPrevious, n % (frames > 300 ? 5 : 1) == 0 else { continue }
-            let whole = try #require(try ContentScreen(content, width: width, height: height, format: format, start: n).nextFrame(number: UInt64(n)))
+            let frame = try #require(screen.nextFrame(number: UInt64(n)))
+            let picture = frame.picture
+            guard frame.damage != .none, n % (frames > 300 ? 5 : 1) == 0 else { continue }
+            let whole = try #require(try ContentScreen(content, width: width, height: height, format: format, start: n).nextFrame(number: UInt64(n))).picture
             let same = picture.withUnsafeBytes { a in whole.withUnsafeBytes { b in a.elementsEqual(b) } }
             #expect(same, "\(content) \(format) frame \(n) differs from drawing everything")
             if !same { return }
@@ -494,7 +492,7 @@ import FrameRelayDecoding
         var changedFractions: [Double] = []
         var lastStamp: UInt64 = 0
         for n in 0..<90 {
-            let picture = try #require(screen.nextFrame(number: UInt64(n)))
+            let picture = try #require(screen.nextFrame(number: UInt64(n))?.picture)
             var map = [UInt8](repeating: 0, count: 80 * 45)
             let changed = try detector.compare(EncoderInput(picture), into: &map)
             if n > 0 { changedFractions.append(Double(changed) / 3600) }

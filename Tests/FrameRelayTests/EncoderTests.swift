@@ -1,6 +1,7 @@
 @preconcurrency import Glibc
 import Foundation
-import FrameRelay
+import FrameRelayProducer
+import FrameRelayHost
 import Testing
 
 /// VP8 from the ring, checked by ffmpeg as the real decoder.
@@ -84,9 +85,8 @@ import Testing
         let screen = try SyntheticScreen(width: 320, height: 240, format: .i420)
         var keys: [Bool] = []
         for n in 0..<8 {
-            if n == 5 { encoder.requestKeyframe() }
-            let buffer = try #require(screen.nextFrame(number: UInt64(n)))
-            try encoder.encode(EncoderInput(buffer), captureTime: UInt64(n) * 33_333_333) { keys.append($0.isKeyframe) }
+            let buffer = try #require(screen.nextFrame(number: UInt64(n))?.picture)
+            try encoder.encode(EncoderInput(buffer), captureTime: UInt64(n) * 33_333_333, keyframe: n == 5) { keys.append($0.isKeyframe) }
         }
         #expect(keys == [true, false, false, false, false, true, false, false])
     }

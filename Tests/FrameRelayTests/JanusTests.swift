@@ -1,8 +1,8 @@
 @preconcurrency import Glibc
 import Foundation
-import FrameRelay
+import FrameRelayHost
+import FrameRelayTools
 import Testing
-import FrameRelayHTTP
 
 /// Shares through Janus to real WebRTC viewers. Janus gathers no ICE
 /// candidates on loopback, so each test runs in a network namespace of its

@@ -1,6 +1,5 @@
-import FrameRelay
-import Testing
 import FrameRelaySystem
+import Testing
 
 @Suite struct LatencyHistogramTests {
     @Test func percentilesMatchASortedReferenceWithinBucketError() {
@@ -71,5 +70,15 @@ import FrameRelaySystem
 
     @Test func emptyHistogramReportsZero() {
         #expect(LatencyHistogram().percentile(99) == 0)
+    }
+
+    @Test func exactSamplesTakeTheNearestRank() {
+        let hundred = (1...100).map(Double.init)
+        #expect(hundred.nearestRankPercentile(50) == 50)
+        #expect(hundred.nearestRankPercentile(99) == 99)
+        #expect(hundred.nearestRankPercentile(99.5) == 100)
+        #expect(hundred.nearestRankPercentile(0) == 1)
+        #expect([4.0, 9.0].nearestRankPercentile(50) == 4)
+        #expect([Double]().nearestRankPercentile(99) == 0)
     }
 }

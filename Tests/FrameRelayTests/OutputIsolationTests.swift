@@ -1,6 +1,5 @@
 @preconcurrency import Glibc
 import Foundation
-import FrameRelay
 import FrameRelaySystem
 import Testing
 

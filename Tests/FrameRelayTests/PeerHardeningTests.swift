@@ -1,7 +1,8 @@
 @preconcurrency import Glibc
 import Foundation
-import FrameRelay
 import FrameRelaySystem
+import FrameRelayRTP
+import FrameRelayHTTP
 import Testing
 
 /// What peers send can neither flood nor forge a log line, hold the viewer,

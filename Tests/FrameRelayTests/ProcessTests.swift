@@ -1,6 +1,5 @@
 @preconcurrency import Glibc
 import Foundation
-import FrameRelay
 import Testing
 
 /// Producer and host as two real processes.

@@ -1,6 +1,5 @@
-@testable import FrameRelay
-import Testing
 import FrameRelayRTP
+import Testing
 
 /// The receiver's report arithmetic (RFC 3550 A.1, A.3) and the compound
 /// packet it sends, read back by the sender's parser.

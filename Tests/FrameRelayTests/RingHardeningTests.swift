@@ -1,9 +1,12 @@
 @preconcurrency import Glibc
 import Foundation
-@testable import FrameRelay
+import FrameRelaySystem
+@testable import FrameRelayFrames
+@testable import FrameRelayRing
+@testable import FrameRelayProducer
+@testable import FrameRelayHost
 import Synchronization
 import Testing
-import FrameRelaySystem
 
 /// Someone who can write the App Group's shared memory (a buggy or hostile
 /// producer, any process of the same user) attacks both sides of the ring:
@@ -59,9 +62,9 @@ import FrameRelaySystem
         let (group, producer, host) = try ringWithOneFrameTaken("state", buffer)
         defer { producer.finish() }
         try RawMapping(name: group.sharedMemoryName).setU32(RingLayout.slotStateOffset, state)
-        try producer.publish(buffer, frameNumber: 2, captureTime: 1)
+        let publication = try producer.publish(buffer, frameNumber: 2, captureTime: 1)
         #expect(producer.recreations == 1)
-        #expect(producer.lastRecreation?.contains("slot state") == true, "\(producer.lastRecreation ?? "")")
+        #expect(publication.ringRecreated?.contains("slot state") == true, "\(publication.ringRecreated ?? "")")
         guard case .frame(let frame) = try nextFrameEvent(host) else { Issue.record("no frame from the fresh ring"); return }
         #expect(frame.metadata.frameNumber == 2)
     }

@@ -1,5 +1,7 @@
 @preconcurrency import Glibc
-import FrameRelay
+import FrameRelayFrames
+import FrameRelayRing
+import FrameRelayProducer
 import Testing
 
 /// The ring in one process: hand-off, newest-wins accounting, and a host
@@ -32,7 +34,7 @@ import Testing
         let host = RingHost(appGroup: group)
         defer { host.detach() }
         func picture(_ n: Int, repeats: Bool, orientation: Orientation = .up, from producer: RingProducer) throws -> UInt64 {
-            try producer.publish(buffer, frameNumber: UInt64(n), captureTime: 1, orientation: orientation, repeatsPrevious: repeats)
+            try producer.publish(buffer, frameNumber: UInt64(n), captureTime: 1, orientation: orientation, damage: repeats ? .none : .unknown)
             guard case .frame(let frame) = try nextFrameEvent(host) else { Issue.record("no frame \(n)"); return 0 }
             return frame.metadata.picture
         }
@@ -54,12 +56,12 @@ import Testing
         #expect(f0.metadata.picture > changed)
         let start = f0.metadata.picture
         sampler.broadcastPaused()
-        #expect(sampler.processSample(buffer, frameNumber: 1, captureTime: 2, unchanged: false) == .ignored)
+        #expect(sampler.processSample(buffer, frameNumber: 1, captureTime: 2) == .ignored)
         sampler.broadcastResumed()
-        #expect(sampler.processSample(buffer, frameNumber: 2, captureTime: 3, unchanged: true) == .published(replacedUntaken: false))
+        #expect(sampler.processSample(buffer, frameNumber: 2, captureTime: 3, damage: .none) == .published(replacedUntaken: false))
         guard case .frame(let f2) = try nextFrameEvent(host) else { Issue.record("no frame 2"); return }
         #expect(f2.metadata.picture != start, "a change while paused was not carried to the next frame")
-        #expect(sampler.processSample(buffer, frameNumber: 3, captureTime: 4, unchanged: true) == .published(replacedUntaken: false))
+        #expect(sampler.processSample(buffer, frameNumber: 3, captureTime: 4, damage: .none) == .published(replacedUntaken: false))
         guard case .frame(let f3) = try nextFrameEvent(host) else { Issue.record("no frame 3"); return }
         #expect(f3.metadata.picture == f2.metadata.picture)
     }
@@ -72,7 +74,8 @@ import Testing
         defer { host.detach() }
         let r1 = PixelRect(x: 0, y: 0, width: 16, height: 16), r2 = PixelRect(x: 32, y: 16, width: 8, height: 8), r3 = PixelRect(x: 48, y: 32, width: 16, height: 16)
         func publish(_ n: Int, _ changed: PixelRegion?, repeats: Bool = false, buffer: PixelBuffer? = nil) throws {
-            try producer.publish(buffer ?? makeBuffer(64, 48, .i420), frameNumber: UInt64(n), captureTime: 1, repeatsPrevious: repeats, changed: changed)
+            try producer.publish(
+                buffer ?? makeBuffer(64, 48, .i420), frameNumber: UInt64(n), captureTime: 1, damage: repeats ? .none : changed.map(Damage.within) ?? .unknown)
         }
         func take() throws -> FrameMetadata? {
             guard case .frame(let frame) = try nextFrameEvent(host) else { Issue.record("no frame"); return nil }
@@ -105,18 +108,18 @@ import Testing
         // A capturer's regions of samples left unpublished (paused, throttled) go with the next one published.
         let sampler = try SampleHandler(group, capacity: buffer.capacity)
         defer { sampler.broadcastFinished() }
-        #expect(sampler.processSample(buffer, frameNumber: 0, captureTime: 1, changed: PixelRegion([r1])) == .published(replacedUntaken: false))
+        #expect(sampler.processSample(buffer, frameNumber: 0, captureTime: 1, damage: .region(PixelRegion([r1]))) == .published(replacedUntaken: false))
         let s0 = try #require(try take())
         sampler.broadcastPaused()
-        _ = sampler.processSample(buffer, frameNumber: 1, captureTime: 2, changed: PixelRegion([r2]))
+        _ = sampler.processSample(buffer, frameNumber: 1, captureTime: 2, damage: .region(PixelRegion([r2])))
         sampler.broadcastResumed()
-        _ = sampler.processSample(buffer, frameNumber: 2, captureTime: 3, unchanged: true)
+        _ = sampler.processSample(buffer, frameNumber: 2, captureTime: 3, damage: .none)
         let s2 = try #require(try take())
         #expect(s2.picture != s0.picture && s2.changedSince == s0.picture && s2.changed == PixelRegion([r2]))
         sampler.broadcastPaused()
         _ = sampler.processSample(buffer, frameNumber: 3, captureTime: 4)  // changed, nobody says where
         sampler.broadcastResumed()
-        _ = sampler.processSample(buffer, frameNumber: 4, captureTime: 5, changed: PixelRegion([r3]))
+        _ = sampler.processSample(buffer, frameNumber: 4, captureTime: 5, damage: .region(PixelRegion([r3])))
         #expect(try take()?.changedSince == 0)
     }
 

@@ -1,16 +1,16 @@
 @preconcurrency import Glibc
 import Foundation
-import FrameRelay
+import FrameRelayFrames
+import FrameRelayProducer
 import CXcb
 import Testing
-import FrameRelayDecoding
 
 @Suite(.serialized) struct SourceTests {
     @Test func syntheticScreenStampsTheFrameNumber() throws {
         for format in [PixelFormat.i420, .nv12] {
             let screen = try SyntheticScreen(width: 640, height: 360, format: format)
             for n: UInt64 in [0, 1, 77, 123_456] {
-                let buffer = try #require(screen.nextFrame(number: n))
+                let buffer = try #require(screen.nextFrame(number: n)?.picture)
                 let read = buffer.withUnsafeMutablePlane(0) { bytes, stride in
                     FrameStamp.read(luma: UnsafeRawBufferPointer(bytes), stride: stride, width: 640, height: 360)
                 }
@@ -24,13 +24,13 @@ import FrameRelayDecoding
         #expect(source.width == 1280 && source.height == 720 && source.frameRate == 30)
         var checksums: [UInt64] = []
         var n: UInt64 = 0
-        while checksums.count < 3, let buffer = try source.nextFrame(number: n) {
+        while checksums.count < 3, let buffer = try source.nextFrame(number: n)?.picture {
             checksums.append(buffer.withUnsafeBytes { FrameChecksum.of($0) })
             n += 1
         }
         #expect(checksums.count == 3)
         // Reading on past the end wraps to the start rather than stopping.
-        for _ in 0..<400 { _ = try #require(try source.nextFrame(number: n)); n += 1 }
+        for _ in 0..<400 { _ = try #require(try source.nextFrame(number: n)?.picture); n += 1 }
     }
 
     @Test func clipThroughTheRingBetweenProcesses() throws {
@@ -59,40 +59,40 @@ import FrameRelayDecoding
         try #require(painted, "Xvfb did not start: \(xvfb.stderr)")
         let capture = try X11Capture(display: display)
         #expect(capture.width == 320 && capture.height == 240)
-        let buffer = try #require(try capture.nextFrame(number: 0))
+        let first = try #require(try capture.nextFrame(number: 0))
+        let buffer = first.picture
         buffer.withUnsafeMutablePlane(0) { bytes, stride in
             let p = 120 * stride + 160 * 4
             #expect(bytes[p] == 0x00 && bytes[p + 1] == 0x80 && bytes[p + 2] == 0xFF, "B G R = \(bytes[p]) \(bytes[p + 1]) \(bytes[p + 2])")
         }
-        #expect(!capture.repeatsPrevious)
+        #expect(first.damage != .none)
         // DAMAGE: nothing drawn, so the next frames repeat the first; a client drawing makes the next one new.
-        _ = try capture.nextFrame(number: 1)
-        #expect(capture.repeatsPrevious, "nothing was drawn, yet the frame is called new")
+        #expect(try capture.nextFrame(number: 1)?.damage == Damage.none, "nothing was drawn, yet the frame is called new")
         #expect(run("/usr/bin/xsetroot", ["-display", display, "-solid", "#0040C0"]).status == 0)
         var number: UInt64 = 2
         var redrawn = try #require(try capture.nextFrame(number: number))
-        while capture.repeatsPrevious, number < 100 {  // the server's event is on its way
+        while redrawn.damage == .none, number < 100 {  // the server's event is on its way
             usleep(10_000)
             number += 1
             redrawn = try #require(try capture.nextFrame(number: number))
         }
-        #expect(!capture.repeatsPrevious, "the root was painted and no frame said so")
+        #expect(redrawn.damage != .none, "the root was painted and no frame said so")
         // Captured whole (it covers the screen), and still said where: everywhere the root shows.
-        #expect(capture.changedRegion.map { r in (0..<r.count).contains { r[$0].x <= 160 && r[$0].y <= 120 && r[$0].x + r[$0].width > 160 && r[$0].y + r[$0].height > 120 } } == true,
-                "\(String(describing: capture.changedRegion))")
-        redrawn.withUnsafeMutablePlane(0) { bytes, stride in
+        let root: PixelRegion? = if case .region(let region) = redrawn.damage { region } else { nil }
+        #expect(root.map { r in (0..<r.count).contains { r[$0].x <= 160 && r[$0].y <= 120 && r[$0].x + r[$0].width > 160 && r[$0].y + r[$0].height > 120 } } == true,
+                "\(redrawn.damage)")
+        redrawn.picture.withUnsafeMutablePlane(0) { bytes, stride in
             let p = 120 * stride + 160 * 4
             #expect(bytes[p] == 0xC0 && bytes[p + 1] == 0x40 && bytes[p + 2] == 0x00, "B G R = \(bytes[p]) \(bytes[p + 1]) \(bytes[p + 2])")
         }
-        _ = try capture.nextFrame(number: number + 1)
-        #expect(capture.repeatsPrevious)
+        #expect(try capture.nextFrame(number: number + 1)?.damage == Damage.none)
         // XFIXES: a client's 40×20 window at (101, 51) is drawn there only: the next new frame says so and is captured there only.
         let window = try XWindow(display: display, x: 101, y: 51, width: 40, height: 20, color: 0x00_FF_00)
-        func nextNew() throws -> PixelBuffer {
+        func nextNew() throws -> SourceFrame {
             for _ in 0..<100 {
                 number += 1
                 let frame = try #require(try capture.nextFrame(number: number))
-                if !capture.repeatsPrevious { return frame }
+                if frame.damage != .none { return frame }
                 usleep(10_000)
             }
             throw SourceError.display("no new frame")
@@ -101,13 +101,14 @@ import FrameRelayDecoding
             frame.withUnsafeMutablePlane(0) { bytes, stride in bytes.load(fromByteOffset: y * stride + x * 4, as: UInt32.self) & 0xFF_FF_FF }
         }
         var shown = try nextNew()
-        let drawn = try #require(capture.changedRegion, "a window drawn and no region said where")
+        let said: PixelRegion? = if case .region(let region) = shown.damage { region } else { nil }
+        let drawn = try #require(said, "a window drawn and no region said where")
         #expect(drawn == PixelRegion([PixelRect(x: 100, y: 50, width: 42, height: 22)]), "\(drawn), to even edges")
-        #expect(pixel(shown, 110, 60) == 0x00_FF_00 && pixel(shown, 160, 120) == 0x00_40_C0)
+        #expect(pixel(shown.picture, 110, 60) == 0x00_FF_00 && pixel(shown.picture, 160, 120) == 0x00_40_C0)
         window.close()
         shown = try nextNew()
-        #expect(capture.changedRegion == drawn, "the window's place again when it closes")
-        #expect(pixel(shown, 110, 60) == 0x00_40_C0)
+        #expect(shown.damage == .region(drawn), "the window's place again when it closes")
+        #expect(pixel(shown.picture, 110, 60) == 0x00_40_C0)
         // And the same through broadcast-sim into a host in another process.
         let group = uniqueGroup("x11")
         let dir = Paths.temporaryDirectory()

@@ -1,8 +1,10 @@
 @preconcurrency import Glibc
 import Foundation
-import FrameRelay
-import Testing
 import FrameRelaySystem
+import FrameRelayFrames
+import FrameRelayRTP
+import FrameRelayHost
+import Testing
 
 /// RTP/RTCP to real receivers: ffmpeg through our SDP, GStreamer, a test
 /// peer that sends PLI and FIR, and our own receiver under packet loss.

@@ -1,6 +1,7 @@
 @preconcurrency import Glibc
 import Foundation
 import FrameRelaySystem
+import FrameRelayHost
 import Testing
 
 /// The subscriber and the link relay against peers that misbehave: a

@@ -1,7 +1,7 @@
 @preconcurrency import Glibc
 import Foundation
-import FrameRelayRTP
 import FrameRelaySystem
+import FrameRelayRTP
 @testable import FrameRelaySubscriber
 import Testing
 

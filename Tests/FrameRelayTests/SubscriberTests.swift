@@ -1,7 +1,9 @@
 @preconcurrency import Glibc
 import Foundation
-import FrameRelay
+import FrameRelayRing
+import FrameRelayHost
 import FrameRelaySubscriber
+import FrameRelayTools
 import Testing
 
 /// The native WebRTC subscriber (`frame-relay subscribe`) against a real

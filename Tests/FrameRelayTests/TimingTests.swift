@@ -1,8 +1,11 @@
 @preconcurrency import Glibc
 import Foundation
-import FrameRelay
-import Testing
 import FrameRelaySystem
+import FrameRelayFrames
+import FrameRelayRing
+import FrameRelayHost
+import FrameRelayTools
+import Testing
 
 /// Per-frame stage timing, glass-to-glass at the receiver, and the load test.
 @Suite(.serialized) struct TimingTests {

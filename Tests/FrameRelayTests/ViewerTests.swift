@@ -1,8 +1,11 @@
 @preconcurrency import Glibc
 import Foundation
-import FrameRelay
-import Testing
 import FrameRelaySystem
+import FrameRelayRing
+import FrameRelayHTTP
+import FrameRelayHost
+import FrameRelayTools
+import Testing
 
 /// The live viewer against real clients: headless Chromium, ffmpeg over
 /// HTTP, and plain HTTP for metrics, stats and snapshots.

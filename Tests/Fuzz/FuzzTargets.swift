@@ -1,6 +1,6 @@
 // libFuzzer entry points for every parser that reads what another process
-// or a network peer wrote. Built into the FrameRelay module itself (so the
-// internal parsers are reachable) by scripts/fuzz, with AddressSanitizer;
+// or a network peer wrote. Built by scripts/fuzz with AddressSanitizer, over
+// modules built for testing (so that their internal parsers are reachable);
 // FUZZ_TARGET picks the target:
 //
 //   slot  ring header and slot metadata validation (shared memory)
@@ -10,7 +10,15 @@
 //   y4m   Y4M header parser and frame reader
 //   jpeg  JPEG frames through the host's converter (turbojpeg)
 @preconcurrency import Glibc
-import FrameRelayRTP
+@testable import FrameRelaySystem
+@testable import FrameRelayFrames
+@testable import FrameRelayRing
+@testable import FrameRelayProducer
+@testable import FrameRelayRTP
+@testable import FrameRelayHTTP
+@testable import FrameRelayHost
+import FrameRelayHTTP
+import FrameRelayHost
 
 private enum Target: String {
     case slot, rtp, rtcp, http, y4m, jpeg

@@ -1,5 +1,5 @@
-import FrameRelayHTTP
 import FrameRelaySystem
+import FrameRelayHTTP
 
 /// One subscriber's side of Janus's API: a session, a handle on the
 /// streaming plugin, `watch` (Janus's SDP offer), `start` (our answer),

@@ -1,5 +1,6 @@
-import FrameRelayDecoding
+import FrameRelayFrames
 import FrameRelayRTP
+import FrameRelayDecoding
 
 /// What one subscriber in K adds: the payloads kept (``JitterBuffer``), each
 /// decodable frame decoded with libvpx in the order the tracker hands them

@@ -41,7 +41,7 @@ public final class Audience {
     /// check of every decoded picture.
     public func run(seconds: Double, expectedFrameRate: Int = 30, captures: [String] = [], shouldStop: () -> Bool = { false }) throws -> AudienceReport {
         let started = MonotonicClock.now()
-        let cpuBefore = Self.processCPUSeconds()
+        let cpuBefore = Processor.processCPUSeconds()
         try loop.start()
         let expectedFrames = Int(seconds * Double(expectedFrameRate) * 1.5) + 64
         for (index, group) in groups.enumerated() {
@@ -118,7 +118,7 @@ public final class Audience {
             report.capturesError = "\(error)"
         }
         report.seconds = Double(finished - started) / 1e9
-        report.cpuSeconds = Self.processCPUSeconds() - cpuBefore
+        report.cpuSeconds = Processor.processCPUSeconds() - cpuBefore
         report.groups = groups.indices.map { self.report(group: $0, trace: trace) }
         return report
     }
@@ -228,12 +228,5 @@ public final class Audience {
         }
         result.freezesPerMinute = viewerSeconds == 0 ? 0 : Double(result.totals.freezes) / (viewerSeconds / 60)
         return result
-    }
-
-    /// CPU seconds (user + system) this process has used.
-    static func processCPUSeconds() -> Double {
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 }

@@ -1,6 +1,6 @@
 @preconcurrency import Glibc
-import FrameRelayRTP
 import FrameRelaySystem
+import FrameRelayRTP
 
 /// One WebRTC subscriber of a Janus streaming mountpoint, without decoding
 /// (or, one in K, decoding too): an ICE-lite agent that answers Janus's

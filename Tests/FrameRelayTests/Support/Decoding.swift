@@ -1,7 +1,7 @@
 import Foundation
-import FrameRelay
+import FrameRelayFrames
+import FrameRelayHost
 import Testing
-import FrameRelayDecoding
 
 /// Runs a producer into a recording host and returns the IVF file and the host's statistics.
 func recordRun(_ producerArguments: [String], host hostArguments: [String] = []) throws -> (ivf: String, share: ShareStats) {

@@ -1,7 +1,8 @@
 @preconcurrency import Glibc
-import FrameRelay
-import Testing
 import FrameRelaySystem
+import FrameRelayFrames
+import FrameRelayRing
+import Testing
 
 /// A picture of `format` whose every byte of plane N is `fill + N`.
 func makeBuffer(_ width: Int = 64, _ height: Int = 48, _ format: PixelFormat = .i420, fill: UInt8 = 7) throws -> PixelBuffer {

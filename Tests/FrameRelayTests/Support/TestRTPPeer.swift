@@ -1,6 +1,5 @@
 @preconcurrency import Glibc
 import Foundation
-import FrameRelay
 import FrameRelaySystem
 
 /// A minimal RTP/RTCP peer written for the tests, independent of our

@@ -1,8 +1,9 @@
 @preconcurrency import Glibc
 import Foundation
-import FrameRelay
-import Testing
 import FrameRelaySystem
+import FrameRelayRing
+import FrameRelayHost
+import Testing
 
 /// The package's root and its built executables.
 enum Paths {

@@ -1,0 +1,62 @@
+internal import CYuv
+
+/// libyuv conversions between ``PixelBuffer``s of the same picture size.
+public enum PixelConversion {
+    private static func y(_ b: PixelBuffer, _ i: Int) -> UnsafeMutablePointer<UInt8> { b.plane(i).assumingMemoryBound(to: UInt8.self) }
+    private static func s(_ b: PixelBuffer, _ i: Int) -> Int32 { Int32(b.stride(i)) }
+
+    /// Converts a raw I420 or BGRA buffer to another raw format (I420, NV12, BGRA).
+    public static func convert(_ src: PixelBuffer, to dst: PixelBuffer) {
+        precondition(src.width == dst.width && src.height == dst.height)
+        let w = Int32(src.width), h = Int32(src.height)
+        switch (src.format, dst.format) {
+        case (.i420, .nv12):
+            I420ToNV12(y(src, 0), s(src, 0), y(src, 1), s(src, 1), y(src, 2), s(src, 2), y(dst, 0), s(dst, 0), y(dst, 1), s(dst, 1), w, h)
+        case (.i420, .bgra):
+            I420ToARGB(y(src, 0), s(src, 0), y(src, 1), s(src, 1), y(src, 2), s(src, 2), y(dst, 0), s(dst, 0), w, h)
+        case (.i420, .i420):
+            I420Copy(y(src, 0), s(src, 0), y(src, 1), s(src, 1), y(src, 2), s(src, 2), y(dst, 0), s(dst, 0), y(dst, 1), s(dst, 1), y(dst, 2), s(dst, 2), w, h)
+        case (.bgra, .i420):
+            ARGBToI420(y(src, 0), s(src, 0), y(dst, 0), s(dst, 0), y(dst, 1), s(dst, 1), y(dst, 2), s(dst, 2), w, h)
+        case (.bgra, .nv12):
+            ARGBToNV12(y(src, 0), s(src, 0), y(dst, 0), s(dst, 0), y(dst, 1), s(dst, 1), w, h)
+        case (.bgra, .bgra):
+            ARGBCopy(y(src, 0), s(src, 0), y(dst, 0), s(dst, 0), w, h)
+        default:
+            preconditionFailure("no conversion \(src.format) → \(dst.format)")
+        }
+    }
+
+    /// libyuv's PSNR over all three planes of two I420 pictures of one size,
+    /// in dB (capped at 100 for identical pictures): what a viewer sees against the source.
+    public static func psnr(_ a: PixelBuffer, _ b: PixelBuffer) -> Double {
+        precondition(a.format == .i420 && b.format == .i420 && a.width == b.width && a.height == b.height)
+        return min(100, I420Psnr(y(a, 0), s(a, 0), y(a, 1), s(a, 1), y(a, 2), s(a, 2), y(b, 0), s(b, 0), y(b, 1), s(b, 1), y(b, 2), s(b, 2),
+                                 Int32(a.width), Int32(a.height)))
+    }
+
+    /// Rotates (clockwise, in degrees) and optionally mirrors an I420 or BGRA
+    /// buffer into `dst`, whose size is the rotated size.
+    package static func rotate(_ src: PixelBuffer, clockwiseDegrees: Int, mirror: Bool, into dst: PixelBuffer, scratch: PixelBuffer?) {
+        precondition(src.format == dst.format)
+        let w = Int32(src.width), h = Int32(src.height)
+        let mode = RotationMode(rawValue: UInt32(clockwiseDegrees))
+        let target = mirror ? scratch! : dst
+        switch src.format {
+        case .i420:
+            I420Rotate(y(src, 0), s(src, 0), y(src, 1), s(src, 1), y(src, 2), s(src, 2),
+                       y(target, 0), s(target, 0), y(target, 1), s(target, 1), y(target, 2), s(target, 2), w, h, mode)
+            if mirror {
+                I420Mirror(y(target, 0), s(target, 0), y(target, 1), s(target, 1), y(target, 2), s(target, 2),
+                           y(dst, 0), s(dst, 0), y(dst, 1), s(dst, 1), y(dst, 2), s(dst, 2), Int32(dst.width), Int32(dst.height))
+            }
+        case .bgra:
+            ARGBRotate(y(src, 0), s(src, 0), y(target, 0), s(target, 0), w, h, mode)
+            if mirror {
+                ARGBMirror(y(target, 0), s(target, 0), y(dst, 0), s(dst, 0), Int32(dst.width), Int32(dst.height))
+            }
+        default:
+            preconditionFailure("rotation of \(src.format)")
+        }
+    }
+}

@@ -1,0 +1,229 @@
+@preconcurrency import Glibc
+import Synchronization
+import FrameRelaySystem
+import FrameRelayFrames
+import FrameRelayRing
+
+/// The host's loop for one App Group: follows the producer, takes each
+/// newest frame and sends it down the share's ``SharePipeline``, reads the
+/// keyframe requests, and keeps the share's statistics.
+///
+/// The frame loop allocates nothing and takes no lock per frame; it copies
+/// its statistics into ``snapshot`` a few times a second.
+public final class ShareReceiver: @unchecked Sendable {
+    // @unchecked Sendable: `host` and the loop state are touched only by the
+    // thread running `run`; other threads read `published` under its lock and
+    // ask for keyframes through `keyframes`.
+    public let appGroup: AppGroup
+    private let host: RingHost
+    private var stats: ShareStats
+    private var latency = ShareLatency()
+    private let published: Locked<ShareStats>
+    private let log: @Sendable (String) -> Void
+    private var lastGeometry: (Int, Int, PixelFormat, Orientation)?
+    private var windowStart = MonotonicClock.now()
+    private var windowFrames = 0
+    private var awaitingFirstFrame = false
+    private var recentWindowStart = MonotonicClock.now()
+    private var pipeline: SharePipeline?
+    /// Keyframes asked for (PLI or FIR from a receiver, a viewer joining) and not yet made.
+    public let keyframes = KeyframeRequests()
+
+    /// Options for what the host does beyond taking frames.
+    public struct Options: Sendable {
+        public var verifyChecksums = false
+        /// Simulated work per frame (ns): a slow consumer for tests.
+        public var workNanoseconds: UInt64 = 0
+        /// Ask the producer to stop after this many frames.
+        public var stopAfter: UInt64?
+        /// Ask the producer for at most this frame rate.
+        public var maxFrameRate: Int?
+        /// The Janus mountpoint the share streams into, for its statistics.
+        public var janus: JanusMountpoint?
+        public init() {}
+    }
+
+    private let options: Options
+    /// Per-frame stage times, for `--trace`; nil when nobody reads them.
+    public let trace: FrameTraceRing?
+
+    public init(appGroup: AppGroup, options: Options, trace: Bool = false, log: @escaping @Sendable (String) -> Void) {
+        self.appGroup = appGroup
+        self.options = options
+        self.trace = trace ? FrameTraceRing() : nil
+        self.host = RingHost(appGroup: appGroup, verifyChecksums: options.verifyChecksums)
+        self.stats = ShareStats(appGroup: appGroup.name)
+        stats.janus = options.janus
+        self.published = Locked(stats)
+        self.log = log
+    }
+
+    /// The statistics as of the last publish (a few times a second).
+    public var snapshot: ShareStats { published.withLock { $0 } }
+
+    /// Whether the producer finished its broadcast (and no new one attached since).
+    public private(set) var producerFinished = false
+    /// Whether the recording's stop has been said (once).
+    private var recordingStopReported = false
+
+    /// Runs until `shouldStop` returns true, sending each frame down `pipeline`.
+    public func run(shouldStop: () -> Bool, pipeline: SharePipeline? = nil) throws {
+        self.pipeline = pipeline
+        let rtp = pipeline?.rtp
+        // With a stream to serve, wake often enough to answer RTCP between frames.
+        let idleTimeout: UInt64 = rtp == nil && pipeline?.viewers == nil ? 100_000_000 : 10_000_000
+        defer {
+            host.detach()
+            pipeline?.finish()
+            publish()
+        }
+        var lastPublish = MonotonicClock.now()
+        while !shouldStop() {
+            let event = try host.next(timeoutNanoseconds: idleTimeout)
+            let polled = MonotonicClock.now()
+            if let rtp, rtp.poll(now: polled) { keyframes.ask(.receiver) }
+            if let reasons = keyframes.take(now: polled) {
+                pipeline?.requestKeyframe()
+                if reasons.contains(.receiver) { record("keyframe-request", "PLI or FIR from a receiver") }
+            }
+            switch event {
+            case .frame(let view):
+                var frame = HostFrame(view, taken: MonotonicClock.now())
+                stats.taken += 1
+                if options.verifyChecksums, frame.metadata.checksum != 0 { stats.checksumsVerified += 1 }
+                windowFrames += 1
+                noteGeometry(frame.metadata)
+                if awaitingFirstFrame {
+                    awaitingFirstFrame = false
+                    record("first-frame", "frame \(frame.metadata.frameNumber)")
+                }
+                // A frame captured well before this host attached (the last of a producer that is gone) is
+                // streamed, but its age is the ring's, not the pipeline's: it stays out of the latency figures.
+                let stale = frame.timing.captured &+ Self.staleAge < attachedAt
+                if stale {
+                    log("\(appGroup): frame \(frame.metadata.frameNumber) was captured \(fixed(Double(attachedAt &- frame.timing.captured) / 1e9, 1)) s before this host attached: stale, left out of the latency figures")
+                }
+                do {
+                    try pipeline?.process(&frame)
+                    if !stale { latency.record(frame.timing) }
+                    trace?.push(frame.timing)
+                    if let recording = pipeline?.recording, let reason = recording.stopped, !recordingStopReported {
+                        recordingStopReported = true
+                        record("recording-stopped", "\(recording.path) after \(recording.frames) frames: \(reason); the share and its other outputs go on")
+                    }
+                } catch let invalid as InvalidFrame {
+                    // One bad frame: counted and skipped; the share goes on, and so do the others.
+                    frame.timing.encoded = 0
+                    latency.record(frame.timing)
+                    noteInvalid(invalid)
+                }
+                if options.workNanoseconds > 0 { MonotonicClock.sleep(nanoseconds: options.workNanoseconds) }
+                if let limit = options.stopAfter, stats.taken >= limit { host.requestStop() }
+            case .invalidFrame(let reason):
+                noteInvalid(reason)
+            case .attached(let pid, let setupInfo, let createdAt):
+                attachedAt = MonotonicClock.now()
+                stats.earlierRings.add(stats.ring)
+                stats.ring = RingCounters()
+                stats.producerAttaches += 1
+                producerFinished = false
+                stats.producerFinished = false
+                awaitingFirstFrame = true
+                if let rate = options.maxFrameRate { host.requestMaxFrameRate(rate) }
+                record("attached", "producer \(pid)" + (setupInfo.isEmpty ? "" : " setup \(PeerText.quoted(setupInfo))"), time: createdAt)
+            case .lifecycle(let state):
+                if state == .finished {
+                    producerFinished = true
+                    stats.producerFinished = true
+                    stats.ring = host.counters
+                }
+                record(state.description, "")
+            case .producerDied(let pid):
+                stats.producerDeaths += 1
+                stats.ring = host.counters
+                record("died", "producer \(pid) is gone; waiting for a new producer")
+            case .ringLost(let reason):
+                stats.ringsLost += 1
+                stats.ring = host.counters
+                record("ring-lost", reason + "; waiting for the producer's next ring")
+            case .refused(let error):
+                record("refused", "\(error); waiting for a ring this host can read")
+            case .idle:
+                break
+            }
+            let now = MonotonicClock.now()
+            if now &- lastPublish >= 250_000_000 {
+                lastPublish = now
+                publish()
+            }
+        }
+    }
+
+    /// How much older than the attach a frame is to be stale.
+    static let staleAge: UInt64 = 1_000_000_000
+    /// When this host last attached to a ring.
+    private var attachedAt: UInt64 = 0
+
+    private func noteInvalid(_ reason: InvalidFrame) {
+        stats.invalid += 1
+        if case .checksumMismatch = reason { stats.checksumFailures += 1 }
+        if stats.invalid <= 5 { log("\(appGroup): skipped invalid frame: \(reason)") }
+    }
+
+    private func record(_ kind: String, _ detail: String, time: UInt64? = nil) {
+        let now = MonotonicClock.now()
+        stats.appendEvent(ShareEvent(time: now, kind: kind, detail: detail))
+        if kind == "attached", let time { stats.appendEvent(ShareEvent(time: time, kind: "ring-created", detail: "")) }
+        log("\(appGroup): \(kind)" + (detail.isEmpty ? "" : " (\(detail))"))
+        publish()
+    }
+
+    private func noteGeometry(_ m: FrameMetadata) {
+        if let last = lastGeometry, last == (m.width, m.height, m.format, m.orientation) { return }
+        lastGeometry = (m.width, m.height, m.format, m.orientation)
+        stats.geometryChanges += 1
+        stats.geometries.append("\(m.width)x\(m.height) \(m.format) \(m.orientation) from frame \(m.frameNumber)")
+        if stats.geometries.count > ShareStats.historyLimit { stats.geometries.removeFirst() }
+    }
+
+    private func publish() {
+        let now = MonotonicClock.now()
+        let elapsed = now &- windowStart
+        if elapsed >= 500_000_000 {
+            stats.fps = Double(windowFrames) * 1e9 / Double(elapsed)
+            windowStart = now
+            windowFrames = 0
+        }
+        stats.ring = host.counters
+        stats.cpuSeconds = Double(Processor.threadCPUNanoseconds()) / 1e9
+        stats.encoded = pipeline?.stats
+        stats.transport = pipeline?.rtp?.summary
+        stats.recording = pipeline?.recording
+        latency.fill(&stats)
+        if now &- recentWindowStart >= 1_000_000_000, pipeline != nil {
+            recentWindowStart = now
+            stats.recentCaptureToEncoded = latency.takeRecentCaptureToEncoded()
+        }
+        let copy = stats
+        published.withLock { $0 = copy }
+    }
+}
+
+extension RingCounters {
+    /// Adds another ring's counters. They come from shared memory, which
+    /// anyone with the App Group may write: the sums saturate, never trap.
+    mutating func add(_ other: RingCounters) {
+        written = written.saturatingAdd(other.written)
+        dropped = dropped.saturatingAdd(other.dropped)
+        taken = taken.saturatingAdd(other.taken)
+        invalid = invalid.saturatingAdd(other.invalid)
+    }
+}
+
+extension UInt64 {
+    /// `self + other`, or `UInt64.max` where that would overflow.
+    func saturatingAdd(_ other: UInt64) -> UInt64 {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? .max : sum
+    }
+}

@@ -1,0 +1,293 @@
+@preconcurrency import Glibc
+import FrameRelaySystem
+import FrameRelayFrames
+import FrameRelayRTP
+import FrameRelayDecoding
+
+/// A VP8 RTP receiver: follows one stream (``RTPHeader``), puts its frames
+/// together (``JitterBuffer``), asks for lost packets (NACK) and, when a
+/// frame is lost for good, for a keyframe (PLI), decodes with libvpx, and
+/// reads the frame number stamped into each picture. Once a second it
+/// reports to the sender (``ReceptionStatistics``) and says it asks for what
+/// it misses, so the sender can leave out periodic keyframes.
+public final class RTPReceiver {
+    public struct Stats: Sendable, Codable {
+        public var packets: UInt64 = 0
+        public var framesComplete: UInt64 = 0
+        public var framesDecoded: UInt64 = 0
+        public var framesLost: UInt64 = 0
+        public var keyframes: UInt64 = 0
+        public var decodeErrors: UInt64 = 0
+        /// Keyframes larger than ``RTPReceiver/maxPixels``, not decoded.
+        public var framesTooLarge: UInt64 = 0
+        /// Packets from another SSRC while the stream's own kept coming.
+        public var foreignPackets: UInt64 = 0
+        public var nacksSent: UInt64 = 0
+        public var plisSent: UInt64 = 0
+        public var receiverReportsSent: UInt64 = 0
+        /// Bytes of RTP received and of RTCP feedback sent: feedback stays under a tenth of what came in.
+        public var bytesReceived: UInt64 = 0
+        public var feedbackBytes: UInt64 = 0
+        /// Feedback not sent because the budget was spent (a forged stream of gaps).
+        public var feedbackWithheld: UInt64 = 0
+        public var senderReports: UInt64 = 0
+        /// Sender Reports with the stream's SSRC from another host than the stream's own.
+        public var senderReportsRefused: UInt64 = 0
+        public var stampsRead: UInt64 = 0
+        public var stampsOutOfOrder: UInt64 = 0
+        public var firstStamp: UInt64?
+        public var lastStamp: UInt64?
+        public var width = 0
+        public var height = 0
+        public var ssrc: UInt32 = 0
+    }
+
+    public private(set) var stats = Stats()
+    private let rtpSocket: Socket
+    private let rtcpSocket: Socket
+    /// Wakes the loop when either socket has input.
+    private let input: EventPoll
+    private let decoder: VP8Decoder
+    private var jitter = JitterBuffer()
+    private let receiveBuffer: UnsafeMutableRawBufferPointer
+    /// RTCP feedback (NACK, PLI, receiver reports) is written here.
+    private let feedbackBuffer: UnsafeMutableRawPointer
+    private var highest: UInt16?
+    private var lastCompletedTimestamp: UInt32?
+    private var needKeyframe = true
+    /// The stream followed: the first SSRC heard, until it is silent for ``ssrcTimeout``.
+    private var lockedSSRC: UInt32?
+    private var lastFromLocked: UInt64 = 0
+    /// When the followed stream's last packet came (CLOCK_MONOTONIC ns); nil before its first.
+    public var lastPacketTime: UInt64? { lockedSSRC == nil ? nil : lastFromLocked }
+    static let ssrcTimeout: UInt64 = 1_000_000_000
+    /// The largest picture decoded (8K): a forged keyframe header cannot make the decoder allocate more.
+    public static let maxPixels = 7680 * 4320
+    private var lastPLI: UInt64 = 0
+    private var reception: ReceptionStatistics?
+    private var lastReport: UInt64 = 0
+    static let reportInterval: UInt64 = 1_000_000_000
+    /// Where feedback goes: the stream's own host, at the port its Sender Reports come from.
+    private var sender: SocketAddress?
+    /// Where the followed stream's RTP comes from, and where the packet being handled came from.
+    private var streamSource = SocketAddress()
+    private var packetSource = SocketAddress()
+    /// Feedback may be a tenth of the RTP received, from a credit that
+    /// fills with what comes in and holds at most ``feedbackBurst`` bytes
+    /// (a receiver report, a PLI and a hundred NACKs): what a long stream
+    /// left over cannot pay for a burst of feedback to a stream of gaps.
+    static let feedbackShare = 10
+    static let feedbackBurst = 2_048
+    /// Feedback credit, in tenths of a byte.
+    private var feedbackCredit = 0
+    private let receiverSSRC = UInt32.random(in: 1...UInt32.max)
+    /// Called with each decoded picture's frame number (nil when unreadable).
+    public var onPicture: ((UInt64?, DecodedPicture) -> Void)?
+
+    /// Binds `port` (RTP) and `port + 1` (RTCP) on `address`.
+    public init(port: Int, address: String = "127.0.0.1") throws {
+        guard (1...65534).contains(port) else { throw TransportError.invalidPort(port) }
+        decoder = try VP8Decoder()
+        rtpSocket = try Self.bind(port: port, address: address)
+        rtcpSocket = try Self.bind(port: port + 1, address: address)
+        input = try EventPoll()
+        try input.add(rtpSocket.rawValue, tag: 0)
+        try input.add(rtcpSocket.rawValue, tag: 1)
+        receiveBuffer = .allocate(byteCount: JitterBuffer.payloadBytes, alignment: 16)
+        feedbackBuffer = .allocate(byteCount: 64, alignment: 16)
+    }
+
+    deinit {
+        receiveBuffer.deallocate()
+        feedbackBuffer.deallocate()
+    }
+
+    private static func bind(port: Int, address: String) throws(SystemError) -> Socket {
+        guard let local = SocketAddress(ipv4: address, port: port) else { throw SystemError("inet_pton", address, code: .invalidArgument) }
+        let socket = try Socket(family: AF_INET, type: SOCK_DGRAM, nonBlocking: true)
+        // Room for bursts of unpaced senders (a keyframe at once).
+        socket.setReceiveBuffer(4 << 20)
+        do {
+            try socket.bind(to: local)
+        } catch {
+            throw SystemError("bind", "\(address):\(port)", code: error.code)
+        }
+        return socket
+    }
+
+    /// Receives until `deadline` (CLOCK_MONOTONIC ns) or `shouldStop`.
+    public func run(until deadline: UInt64, shouldStop: () -> Bool = { false }) {
+        while MonotonicClock.now() < deadline, !shouldStop() {
+            // Either socket ready or 20 ms gone: both are drained (non-blocking) and the report clock checked.
+            try? input.wait(milliseconds: 20) { _ in }
+            drainRTCP()
+            drainRTP()
+            let now = MonotonicClock.now()
+            if now &- lastReport >= Self.reportInterval { sendReport(now: now) }
+        }
+    }
+
+    private func drainRTCP() {
+        var from = SocketAddress()
+        while let count = try? rtcpSocket.receive(into: receiveBuffer, from: &from), count > 0 {
+            // Feedback goes where the followed stream's Sender Reports come
+            // from, and only when they come from the host its RTP comes from:
+            // anyone can forge an SSRC, and a report from elsewhere would
+            // turn this receiver's NACKs on a third party.
+            if count >= 28, receiveBuffer[1] == RTCP.senderReport,
+                let locked = lockedSSRC, UInt32(bigEndian: receiveBuffer.loadUnaligned(fromByteOffset: 4, as: UInt32.self)) == locked
+            {
+                guard from.sameHost(as: streamSource) else {
+                    stats.senderReportsRefused += 1
+                    continue
+                }
+                stats.senderReports += 1
+                sender = from
+                reception?.senderReport(ntp: UInt64(bigEndian: receiveBuffer.loadUnaligned(fromByteOffset: 8, as: UInt64.self)), arrival: MonotonicClock.now())
+            }
+        }
+    }
+
+    private func drainRTP() {
+        while let count = try? rtpSocket.receive(into: receiveBuffer, from: &packetSource) {
+            // The smallest VP8 packet is 14 bytes (header, a one-byte descriptor, one byte):
+            // GStreamer's packetizer sends such tails. receive(_:) checks each packet's length.
+            if count >= 12 { receive(UnsafeRawBufferPointer(rebasing: receiveBuffer[..<count])) }
+        }
+    }
+
+    func receive(_ packet: UnsafeRawBufferPointer) {
+        guard let header = RTPHeader(parsing: packet) else { return }
+        stats.packets += 1
+        guard header.payloadOffset < packet.count else { return }
+        let now = MonotonicClock.now()
+        if header.ssrc != lockedSSRC {
+            // Another sender: ignored while ours is heard; followed once ours is silent (a restarted host).
+            if lockedSSRC != nil, now &- lastFromLocked < Self.ssrcTimeout {
+                stats.foreignPackets += 1
+                return
+            }
+            lockedSSRC = header.ssrc
+            reception = ReceptionStatistics(first: header.sequence)
+            highest = nil
+            lastCompletedTimestamp = nil
+            needKeyframe = true
+            jitter.removeAll()
+        }
+        lastFromLocked = now
+        reception?.record(sequence: header.sequence, timestamp: header.timestamp, arrival: now)
+        stats.ssrc = header.ssrc
+        stats.bytesReceived &+= UInt64(packet.count)
+        feedbackCredit = min(Self.feedbackBurst * Self.feedbackShare, feedbackCredit + packet.count)
+        streamSource = packetSource
+        if let last = lastCompletedTimestamp, Int32(bitPattern: header.timestamp &- last) <= 0 { return }  // late or resent after completion
+        let payload = UnsafeRawBufferPointer(rebasing: packet[header.payloadOffset...])
+        guard jitter.insert(payload, sequence: header.sequence, timestamp: header.timestamp, marker: header.marker) else { return }
+        // A gap before this packet: ask for what is missing, once.
+        if let highest {
+            let ahead = Int16(bitPattern: header.sequence &- highest)
+            if ahead > 1 && ahead <= 64 {
+                for missing in 1..<Int(ahead) { requestResend(highest &+ UInt16(missing), now: now) }
+            }
+            if ahead > 0 { self.highest = header.sequence }
+        } else {
+            highest = header.sequence
+        }
+        if let frame = jitter.wholeFrame(containing: header.sequence) { complete(frame, timestamp: header.timestamp) }
+    }
+
+    /// Decodes a whole frame, after counting the frames before it that never became whole as lost.
+    private func complete(_ whole: JitterBuffer.Frame, timestamp: UInt32) {
+        let frame = jitter.assemble(whole)
+        if let last = lastCompletedTimestamp, timestamp &- last > 0, jitter.dropFrames(before: timestamp) {
+            stats.framesLost += 1
+            needKeyframe = true
+        }
+        lastCompletedTimestamp = timestamp
+        stats.framesComplete += 1
+        let key = VP8Decoder.isKeyframe(frame)
+        if let size = VP8Decoder.keyframeSize(frame), size.width * size.height > Self.maxPixels {
+            stats.framesTooLarge += 1
+            needKeyframe = true
+            return
+        }
+        if key {
+            stats.keyframes += 1
+            needKeyframe = false
+        }
+        if needKeyframe {
+            sendPLI(now: MonotonicClock.now())
+            return
+        }
+        let ok = decoder.decode(frame) { picture in
+            stats.framesDecoded += 1
+            stats.width = picture.width
+            stats.height = picture.height
+            let number = FrameStamp.read(luma: picture.luma, stride: picture.lumaStride, width: picture.width, height: picture.height)
+            if let number {
+                stats.stampsRead += 1
+                if let last = stats.lastStamp, number <= last { stats.stampsOutOfOrder += 1 }
+                if stats.firstStamp == nil { stats.firstStamp = number }
+                stats.lastStamp = number
+            }
+            onPicture?(number, picture)
+        }
+        if !ok {
+            stats.decodeErrors += 1
+            needKeyframe = true
+        }
+    }
+
+    private func requestResend(_ sequence: UInt16, now: UInt64) {
+        guard jitter.shouldRequest(sequence, now: now) else { return }
+        let length = RTCP.writeNACK(into: feedbackBuffer, sender: receiverSSRC, media: stats.ssrc, sequences: CollectionOfOne(sequence))
+        if sendFeedback(length) { stats.nacksSent += 1 }
+    }
+
+    /// A Receiver Report about the followed stream and the APP packet that
+    /// says this receiver asks for repairs, as one compound packet, within
+    /// the feedback budget like all feedback: a stream of a few hundred bytes
+    /// a second (a still screen's idle repeats) still carries one every few
+    /// seconds, inside the 5 s a sender keeps the promise.
+    private func sendReport(now: UInt64) {
+        guard sender != nil, reception != nil else { return }
+        lastReport = now
+        let length = 48
+        // Withheld, the report is not computed: the next one's fraction lost covers both seconds.
+        guard feedbackCredit >= length * Self.feedbackShare else {
+            stats.feedbackWithheld += 1
+            return
+        }
+        let block = reception!.block(now: now)
+        var written = RTCP.writeReceiverReport(into: feedbackBuffer, sender: receiverSSRC, media: stats.ssrc, block: block)
+        written += RTCP.writeAsksForRepair(into: feedbackBuffer + written, sender: receiverSSRC, media: stats.ssrc)
+        precondition(written == length)
+        if sendFeedback(length) { stats.receiverReportsSent += 1 }
+    }
+
+    private func sendPLI(now: UInt64) {
+        guard now &- lastPLI > 200_000_000 else { return }
+        lastPLI = now
+        let length = RTCP.writePLI(into: feedbackBuffer, sender: receiverSSRC, media: stats.ssrc)
+        if sendFeedback(length) { stats.plisSent += 1 }
+    }
+
+    /// Sends the feedback written in ``feedbackBuffer`` to the sender's RTCP
+    /// address (learned from its Sender Reports), within the feedback budget.
+    private func sendFeedback(_ length: Int) -> Bool {
+        guard let sender else { return false }
+        guard withinBudget(length) else {
+            stats.feedbackWithheld += 1
+            return false
+        }
+        stats.feedbackBytes += UInt64(length)
+        return (try? rtcpSocket.send(UnsafeRawBufferPointer(start: feedbackBuffer, count: length), to: sender)) == length
+    }
+
+    /// Takes `length` bytes of feedback from the credit, if it holds them.
+    private func withinBudget(_ length: Int) -> Bool {
+        guard feedbackCredit >= length * Self.feedbackShare else { return false }
+        feedbackCredit -= length * Self.feedbackShare
+        return true
+    }
+}

@@ -1,0 +1,46 @@
+import FrameRelaySystem
+
+/// A share's recording as a sink: the IVF file, sized by its first frame.
+/// A recording that cannot be written (a full disk) stops with its whole
+/// frames kept and says why in ``stats``; the share and its other outputs
+/// go on.
+public final class ShareRecording: FrameSink {
+    private var writer: IVFWriter?
+    private var sizeWritten = false
+    public private(set) var stats: RecordingStats
+
+    /// Records into `writer`, opened already (its lock held).
+    public init(_ writer: IVFWriter) {
+        self.writer = writer
+        stats = RecordingStats(path: writer.path)
+    }
+
+    /// Opens a recording (its lock held: another live host's recording is never truncated).
+    public static func open(_ path: String, frameRate: Int) throws(RecordingError) -> IVFWriter {
+        do {
+            return try IVFWriter(path: path, width: 0, height: 0, frameRate: frameRate)
+        } catch {
+            throw RecordingError(path: path, code: error.code)
+        }
+    }
+
+    public func deliver(_ frame: EncodedFrame, width: Int, height: Int, captureTime: UInt64, timing: inout FrameTiming) {
+        guard let writer else { return }
+        if !sizeWritten {
+            writer.setDimensions(width: width, height: height)
+            sizeWritten = true
+        }
+        do {
+            try writer.write(frame)
+            stats.frames += 1
+            stats.bytes += UInt64(frame.bytes.count)
+        } catch {
+            stats.stopped = "\(error.call): \(error.code)"
+            writer.finish()
+            self.writer = nil
+        }
+    }
+
+    /// Writes the frame count and closes the file.
+    public func finish() { writer?.finish() }
+}

@@ -1,0 +1,121 @@
+import FrameRelaySystem
+import FrameRelayFrames
+import FrameRelayRing
+/// A producer in the shape of a ReplayKit broadcast upload extension's
+/// `RPBroadcastSampleHandler`: override ``appGroupName()`` and feed it one
+/// sample per captured frame. No call ever waits for the host.
+open class BroadcastSampleHandler {
+    /// What happened to one sample.
+    public enum SampleResult: Equatable, Sendable {
+        /// Published; `replacedUntaken` when it replaced a frame the host never took (a drop).
+        case published(replacedUntaken: Bool)
+        /// Published into a ring made anew, because another process had
+        /// damaged the old one (corrupted, unlinked or shrunk it): why.
+        case publishedToNewRing(String)
+        /// Skipped to honour the host's requested maximum frame rate.
+        case throttled
+        /// Ignored: the broadcast is not running (not started, paused or finished).
+        case ignored
+        /// The host asked the broadcast to stop; call ``broadcastFinished()``.
+        case stopRequested
+        /// The frame does not fit the ring's slots.
+        case tooLarge
+        /// The ring was damaged by someone else and could not be made anew.
+        case ringFailed(String)
+    }
+
+    /// Payload bytes per ring slot: the largest frame the broadcast will send.
+    public let slotCapacity: Int
+    /// Store a payload checksum with every frame, so the host can prove none is torn.
+    public var checksums = false
+    public private(set) var ring: RingProducer?
+    public private(set) var isPaused = false
+    /// Samples skipped for the host's frame-rate limit.
+    public private(set) var throttled: UInt64 = 0
+    /// The longest single ``processSample(_:frameNumber:captureTime:orientation:damage:)`` call, in ns.
+    public private(set) var maxSampleNanoseconds: UInt64 = 0
+    private var lastPublishedCapture: UInt64 = 0
+    /// Where samples not published (throttled, ignored or failed) changed
+    /// the picture since the last one published: empty when they did not,
+    /// nil when one changed it where its capturer could not say.
+    private var unpublished: PixelRegion? = PixelRegion()
+
+    public init(slotCapacity: Int) {
+        self.slotCapacity = slotCapacity
+    }
+
+    /// The App Group shared with the host app. Override it, as call SDKs'
+    /// sample handlers override `getAppGroupName()`.
+    open func appGroupName() -> String {
+        AppGroup.defaultName
+    }
+
+    /// Creates the App Group's ring and tells the host the broadcast started.
+    open func broadcastStarted(setupInfo: [String: String]? = nil) throws {
+        let group = try AppGroup(appGroupName())
+        let info = (setupInfo ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ";")
+        ring = try RingProducer(appGroup: group, slotCapacity: slotCapacity, setupInfo: info)
+        isPaused = false
+    }
+
+    /// One captured frame; returns at once whatever the host is doing.
+    /// `damage`: what the capturer knows changed since the sample before:
+    /// nothing (a still screen: the host need not compare), a region (the
+    /// host compares only there), or unknown.
+    @discardableResult
+    open func processSample(
+        _ buffer: PixelBuffer, frameNumber: UInt64, captureTime: UInt64, orientation: Orientation = .up, damage: Damage = .unknown
+    ) -> SampleResult {
+        // What this sample changed since the last one published, with those left out on the way.
+        var region = unpublished
+        switch damage {
+        case .none: break
+        case .region(let changed): region?.formUnion(changed)
+        case .unknown: region = nil
+        }
+        guard let ring, !isPaused else {
+            unpublished = region
+            return .ignored
+        }
+        if ring.stopRequested { return .stopRequested }
+        if let rate = ring.requestedMaxFrameRate, lastPublishedCapture != 0,
+            captureTime &- lastPublishedCapture < 900_000_000 / UInt64(rate)
+        {
+            throttled += 1
+            unpublished = region
+            return .throttled
+        }
+        let start = MonotonicClock.now()
+        defer { maxSampleNanoseconds = max(maxSampleNanoseconds, MonotonicClock.now() &- start) }
+        do {
+            let publication = try ring.publish(
+                buffer, frameNumber: frameNumber, captureTime: captureTime, orientation: orientation, checksum: checksums,
+                damage: region.map(Damage.within) ?? .unknown)
+            unpublished = PixelRegion()
+            lastPublishedCapture = captureTime
+            if let reason = publication.ringRecreated { return .publishedToNewRing(reason) }
+            return .published(replacedUntaken: publication.replacedUntaken)
+        } catch {
+            unpublished = region
+            if case .frameTooLarge = error { return .tooLarge }
+            return .ringFailed(error.description)
+        }
+    }
+
+    /// The user paused the broadcast; samples are ignored until resumed.
+    open func broadcastPaused() {
+        isPaused = true
+        ring?.setState(.paused)
+    }
+
+    /// The user resumed the broadcast.
+    open func broadcastResumed() {
+        isPaused = false
+        ring?.setState(.resumed)
+    }
+
+    /// The broadcast ended: the host is told and the ring's name removed.
+    open func broadcastFinished() {
+        ring?.finish()
+    }
+}

@@ -1,0 +1,25 @@
+/// Something that produces upright pictures one at a time: a synthetic
+/// screen, a video file, a desktop capture.
+import FrameRelayFrames
+
+public protocol FrameSource: AnyObject {
+    /// The upright picture size.
+    var width: Int { get }
+    var height: Int { get }
+    /// The picture for frame `number`, in a buffer owned by the source and
+    /// valid until the next call (I420 or BGRA), with what changed since the
+    /// picture before, when the source knows (the producer passes it on, so
+    /// the host compares only there, or not at all); nil at the end of the source.
+    func nextFrame(number: UInt64) throws -> SourceFrame?
+}
+
+/// A source's picture and what changed in it since the one before.
+public struct SourceFrame {
+    public let picture: PixelBuffer
+    public let damage: Damage
+
+    public init(_ picture: PixelBuffer, damage: Damage = .unknown) {
+        self.picture = picture
+        self.damage = damage
+    }
+}

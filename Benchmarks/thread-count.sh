@@ -25,8 +25,8 @@ import json, sys
 share = json.load(open(sys.argv[1]))[0]
 encode, sent = share["encoded"]["encode"], share["transport"]["captureToSent"]
 ms = lambda us: f"{us / 1000:.1f}"
-print(f"round {sys.argv[3]}, {sys.argv[2]} thread(s): encode p50 {ms(encode['p50'])} ms, p99 {ms(encode['p99'])} ms; "
-      f"capture -> sent p99 {ms(sent['p99'])} ms; host CPU {share['cpuSeconds']:.2f} s")
+print(f"round {sys.argv[3]}, {sys.argv[2]} thread(s): encode p50 {ms(encode['p50_us'])} ms, p99 {ms(encode['p99_us'])} ms; "
+      f"capture -> sent p99 {ms(sent['p99_us'])} ms; host CPU {share['cpuSeconds']:.2f} s")
 PY
   done
 done

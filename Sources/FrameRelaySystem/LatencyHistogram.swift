@@ -112,7 +112,8 @@ public struct LatencyHistogram: Sendable {
     private func micros(_ ns: UInt64) -> Double { (Double(ns) / 1000).rounded() }
 }
 
-/// Percentiles of a ``LatencyHistogram`` in microseconds.
+/// Percentiles of a ``LatencyHistogram`` in microseconds; in JSON each key
+/// names its unit (`p50_us`).
 public struct LatencySummary: Sendable, Codable, Equatable {
     public var count: UInt64
     public var p50: Double
@@ -129,6 +130,10 @@ public struct LatencySummary: Sendable, Codable, Equatable {
         self.max = max
         self.mean = mean
     }
+
+    private enum CodingKeys: String, CodingKey {
+        case count, p50 = "p50_us", p90 = "p90_us", p99 = "p99_us", max = "max_us", mean = "mean_us"
+    }
 }
 
 /// A range of a latency distribution: `count` durations from `low` up to
@@ -137,6 +142,10 @@ public struct LatencyBin: Sendable, Codable, Equatable {
     public var low: Double
     public var high: Double
     public var count: UInt64
+
+    private enum CodingKeys: String, CodingKey {
+        case low = "low_us", high = "high_us", count
+    }
 
     public init(low: Double, high: Double, count: UInt64) {
         self.low = low

@@ -1,3 +1,4 @@
+import Foundation
 import FrameRelaySystem
 import Testing
 
@@ -80,5 +81,18 @@ import Testing
         #expect(hundred.nearestRankPercentile(0) == 1)
         #expect([4.0, 9.0].nearestRankPercentile(50) == 4)
         #expect([Double]().nearestRankPercentile(99) == 0)
+    }
+
+    @Test func jsonKeysNameTheirUnit() throws {
+        var histogram = LatencyHistogram()
+        histogram.record(1_500_000)
+        let summary = String(decoding: try JSONEncoder().encode(histogram.summary), as: UTF8.self)
+        for key in ["\"count\"", "\"p50_us\"", "\"p90_us\"", "\"p99_us\"", "\"max_us\"", "\"mean_us\""] {
+            #expect(summary.contains(key), "\(summary)")
+        }
+        #expect(!summary.contains("\"p50\""))
+        let bin = String(decoding: try JSONEncoder().encode(LatencyBin(low: 1, high: 2, count: 3)), as: UTF8.self)
+        #expect(bin.contains("\"low_us\"") && bin.contains("\"high_us\""), "\(bin)")
+        #expect(try JSONDecoder().decode(LatencySummary.self, from: Data(summary.utf8)) == histogram.summary)
     }
 }

@@ -227,9 +227,9 @@ enum ViewerPage {
             const recent = s.encoded ? s.recentCaptureToEncoded : null;
             $('stage').textContent = s.encoded ? 'capture→encoded' : 'capture→taken';
             const latency = recent && recent.count > 0 ? recent : (s.encoded ? null : s.captureToTaken);
-            $('p50').textContent = latency ? (latency.p50 / 1000).toFixed(2) + ' ms' : 'nothing encoded';
-            $('p99').textContent = latency ? (latency.p99 / 1000).toFixed(2) + ' ms' : '–';
-            history.push({ fps: s.fps, p99: latency ? latency.p99 / 1000 : null });
+            $('p50').textContent = latency ? (latency.p50_us / 1000).toFixed(2) + ' ms' : 'nothing encoded';
+            $('p99').textContent = latency ? (latency.p99_us / 1000).toFixed(2) + ' ms' : '–';
+            history.push({ fps: s.fps, p99: latency ? latency.p99_us / 1000 : null });
           } catch (e) {
             if (++failures >= 3) ended('the host does not answer');
             history.push({ fps: null, p99: null });

@@ -49,6 +49,7 @@ struct LoadTest: ParsableCommand {
     @Option("max-viewer-loss-percent", "PCT", in: 0...100, help: "Objective: every viewer group loses less than this, after NACK.") var maxViewerLossPercent = 1.0
     @Option("max-viewer-p99-ms", "MS", in: 0.1...100_000, help: "Objective: capture → viewer p99 below this on every viewer group.") var maxViewerP99Milliseconds = 150.0
     @Option("viewer", "PATH", help: "The aiortc viewer script (default: scripts/webrtc-viewer of this checkout).") var viewer: String?
+    @Flag("expect-held", help: "Exit 1 when the objective did not hold (no step held it), as a CI gate; without it a run that completes exits 0 and its verdict is in its last line and the report.") var expectHeld
 
     func checkGiven() throws {
         if $retries.isGiven, !$ramp.isGiven, !$rampViewers.isGiven { throw UsageError("--retries needs --ramp or --ramp-viewers") }
@@ -84,7 +85,7 @@ struct LoadTest: ParsableCommand {
         func step(_ count: Int, watchers: Int) throws -> LoadTestReport.Step {
             let audience = janus.isEmpty ? nil : LoadTestAudience(janus: janus, viewers: watchers, kind: viewerKind, links: Array(viewerLinks.prefix(watchers)),
                                                                  decodeEvery: decodeEvery, script: viewerScript)
-            let what = "\(count) shares" + (audience.map { " × \($0.viewers) \($0.kind) viewers" } ?? "")
+            let what = counted(count, "share") + (audience.map { " × " + counted($0.viewers, "\($0.kind) viewer") } ?? "")
             log("load-test: \(what) for \(fixed(duration, 0)) s…")
             let result = try runStep(count, simulator: simulator, hosts: min(hosts, count), size: size, fps: fps, format: format, content: content, bitrate: bitrate,
                                      encodeEveryFrame: encodeEveryFrame, duration: duration, report: results, watch: audience)
@@ -108,7 +109,7 @@ struct LoadTest: ParsableCommand {
         /// `retries` times, and holds if any run held (every run is in the report).
         func holds(_ count: Int, watchers: Int) throws -> Bool {
             for attempt in 0...retries {
-                if attempt > 0 { log("load-test: \(count) shares\(janus.isEmpty ? "" : " × \(watchers) viewers") again (try \(attempt + 1) of \(retries + 1))…") }
+                if attempt > 0 { log("load-test: \(counted(count, "share"))\(janus.isEmpty ? "" : " × " + counted(watchers, "viewer")) again (try \(attempt + 1) of \(retries + 1))…") }
                 let result = try step(count, watchers: watchers)
                 results.steps.append(result)
                 if result.passed || stopSignals.load(ordering: .relaxed) > 0 { return result.passed }
@@ -148,12 +149,14 @@ struct LoadTest: ParsableCommand {
         try OutputFile.write(String(decoding: try encoder.encode(results), as: UTF8.self), to: report)
         try OutputFile.write(LoadTestHTML.render(results), to: html)
         if let held = results.maxViewersHeld {
-            log("load-test: largest number of viewers per share that held the objective at \(sessions) shares: \(held)\(held == viewers ? " (the bound, --viewers: the limit is higher)" : ""); report \(report), \(html)")
-        } else {
-            let bound = ramp && results.maxSessionsHeld == sessions ? " (reached --sessions without failing: the limit is higher)" : ""
+            log("load-test: largest number of viewers per share that held the objective at \(counted(sessions, "share")): \(held)\(held == viewers ? " (the bound, --viewers: the limit is higher)" : ""); report \(report), \(html)")
+        } else if ramp {
+            let bound = results.maxSessionsHeld == sessions ? " (reached --sessions without failing: the limit is higher)" : ""
             log("load-test: largest number of shares that held the objective: \(results.maxSessionsHeld)\(bound); report \(report), \(html)")
+        } else {
+            log("load-test: \(counted(sessions, "share")) \(results.maxSessionsHeld > 0 ? "held" : "did not hold") the objective; report \(report), \(html)")
         }
-        return 0
+        return expectHeld && results.maxSessionsHeld == 0 ? 1 : 0
     }
 
     /// One line for a share's group of viewers: how many watched, loss, repairs, waits, freezes, latency.

@@ -262,7 +262,7 @@ import Testing
             kill -INT $J; wait
             """, timeout: 150)
         #expect(run.output.contains("load-test exit 0"), "\(run.output.suffix(1500))")
-        #expect(run.output.contains("largest number of viewers per share that held the objective at 1 shares: 4 (the bound, --viewers: the limit is higher)"), "\(run.output.suffix(1500))")
+        #expect(run.output.contains("largest number of viewers per share that held the objective at 1 share: 4 (the bound, --viewers: the limit is higher)"), "\(run.output.suffix(1500))")
         let report = try JSONDecoder().decode(LoadTestReport.self, from: Data(contentsOf: URL(fileURLWithPath: run.directory + "/load.json")))
         #expect(report.maxViewersHeld == 4 && report.steps.map(\.viewersPerShare) == [1, 2, 4], "\(report.steps.map(\.viewersPerShare))")
         let last = try #require(report.steps.last?.shares.first?.viewers)

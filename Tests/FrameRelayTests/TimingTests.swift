@@ -120,20 +120,21 @@ import Testing
 
     /// A ramp step that fails is run again before it counts (one stall of a
     /// shared machine should not end the search): an objective no run can
-    /// meet (p99 under 0.1 ms) gives 1 + retries runs of one share, all in the report.
+    /// meet (p99 under 0.1 ms) gives 1 + retries runs of one share, all in
+    /// the report; with --expect-held, a run in which nothing held exits 1.
     @Test(arguments: [0, 2])
     func aFailedRampStepIsTriedAgain(retries: Int) throws {
         let dir = Paths.temporaryDirectory()
         let json = dir.appendingPathComponent("ramp.json").path
         let result = run(Paths.executable("frame-relay"), [
             "load-test", "--ramp", "--sessions", "2", "--retries", "\(retries)", "--max-p99-ms", "0.1", "--size", "160x120", "--fps", "15", "--duration", "1",
-            "--report", json, "--html", dir.appendingPathComponent("ramp.html").path,
+            "--report", json, "--html", dir.appendingPathComponent("ramp.html").path, "--expect-held",
         ], timeout: 60)
-        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.status == 1, "\(result.stderr)")
         let report = try JSONDecoder().decode(LoadTestReport.self, from: Data(contentsOf: URL(fileURLWithPath: json)))
         #expect(report.steps.map(\.sessions) == Array(repeating: 1, count: 1 + retries) && report.steps.allSatisfy { !$0.passed })
         #expect(report.maxSessionsHeld == 0)
-        #expect(result.stderr.components(separatedBy: "shares again").count - 1 == retries, "\(result.stderr)")
+        #expect(result.stderr.components(separatedBy: "1 share again (try").count - 1 == retries, "\(result.stderr)")
         // Which share failed, and which limit, on the console and in the report.
         let failure = "share 1 (group.com.example.loadtest.s0): capture→encoded p99"
         #expect(report.steps.allSatisfy { $0.failures.contains { $0.hasPrefix(failure) && $0.hasSuffix("limit < 0.1 ms") } }, "\(report.steps.map(\.failures))")
@@ -149,8 +150,9 @@ import Testing
             "--duration", "3", "--report", dir.appendingPathComponent("ramp.json").path, "--html", dir.appendingPathComponent("ramp.html").path,
         ], timeout: 60)
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stderr.contains("1 shares held after the 1.0 s warm-up: drops ") && result.stderr.contains("; the whole step, warm-up included: drops "), "\(result.stderr)")
+        #expect(result.stderr.contains("1 share held after the 1.0 s warm-up: drops ") && result.stderr.contains("; the whole step, warm-up included: drops "), "\(result.stderr)")
         #expect(result.stderr.contains("largest number of shares that held the objective: 1 (reached --sessions without failing: the limit is higher)"), "\(result.stderr)")
+        #expect(result.stderr.contains("load-test: 1 share for 3 s…"), "\(result.stderr)")
     }
 
     /// Twelve shares get twelve colours in the charts and the legend.

@@ -39,7 +39,7 @@ public enum LoadTestHTML {
     private static func size(_ step: LoadTestReport.Step) -> (Int, Int) { (step.sessions, step.viewersPerShare ?? 0) }
 
     private static func name(_ step: LoadTestReport.Step) -> String {
-        "\(step.sessions) shares" + (step.viewersPerShare.map { " × \($0) viewers" } ?? "")
+        counted(step.sessions, "share") + (step.viewersPerShare.map { " × " + counted($0, "viewer") } ?? "")
     }
 
     private static func table(_ steps: [LoadTestReport.Step]) -> String {

@@ -19,12 +19,27 @@ enum Paths {
     }
     static let clipXZ = root.deletingLastPathComponent().appendingPathComponent("shared/clips/desktop-720p30.y4m.xz").path
 
-    /// A fresh temporary folder.
+    /// A fresh temporary folder, inside this test process's own folder,
+    /// which goes when the process exits.
     static func temporaryDirectory() -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("frame-relay-tests-\(UUID().uuidString.prefix(8))")
+        let url = testsFolder.appendingPathComponent(String(UUID().uuidString.prefix(8)))
         try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url
     }
+
+    /// `/tmp/frame-relay-tests-PID`: removed at exit, and the folders of
+    /// earlier test processes that are gone (killed) with it made.
+    private static let testsFolder: URL = {
+        let tmp = FileManager.default.temporaryDirectory
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: tmp.path)) ?? [] where name.hasPrefix("frame-relay-tests-") {
+            let pid = Int32(name.dropFirst("frame-relay-tests-".count))
+            if pid.map({ kill($0, 0) != 0 && errno == ESRCH }) ?? true { try? FileManager.default.removeItem(at: tmp.appendingPathComponent(name)) }
+        }
+        let url = tmp.appendingPathComponent("frame-relay-tests-\(getpid())")
+        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        atexit { try? FileManager.default.removeItem(atPath: FileManager.default.temporaryDirectory.appendingPathComponent("frame-relay-tests-\(getpid())").path) }
+        return url
+    }()
 
     /// The shared desktop clip, decompressed once per test process.
     static let clip: String = {

@@ -32,6 +32,7 @@ struct Demo: ParsableCommand {
     var http = ListenAddress(port: 8080)
     @Option("rtp", "HOST:PORT", help: "Also stream RTP here (RTCP to PORT+1), with an SDP in demo.sdp.", transform: { try Destination($0) })
     var rtp: Destination?
+    @Flag("quiet", help: "No status line and no host log lines (the viewer's address, errors and the demo's own lines are still said).") var quiet
     @Flag("janus", help: "Start a Janus of our own (Debian's janus) and stream into it, for WebRTC viewers.") var janus
     @Option("janus-port", "PORT", in: 1...65535, help: "Port of that Janus's HTTP API (default: a free one).") var janusPort: Int?
 
@@ -63,6 +64,7 @@ struct Demo: ParsableCommand {
         settings.reportPath = report
         settings.http = http
         settings.tracePath = trace
+        settings.quiet = quiet
         // Janus alone needs no options here: the host makes a session for each mountpoint.
         if let rtp {
             var options = RTPSession.Options()

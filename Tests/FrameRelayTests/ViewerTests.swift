@@ -315,6 +315,17 @@ import Testing
         #expect(demo.status != 0 && demo.stderr.contains("is already in use") && demo.stderr.split(separator: "\n").count == 1, "\(demo.stderr)")
     }
 
+    /// `--quiet` turns the demo's status line off, as the README says; its viewer's address is still said.
+    @Test func aQuietDemoWritesNoStatusLine() throws {
+        let group = uniqueGroup("quietdemo")
+        let port = freePortPair()
+        let demo = run(Paths.executable("frame-relay"), ["demo", "--quiet", "--app-group", group.name, "--http", "\(port)", "--size", "320x240", "--duration", "5"])
+        #expect(demo.status == 0, "\(demo.stderr)")
+        #expect(demo.stderr.contains("viewer: http://127.0.0.1:\(port)/"), "\(demo.stderr)")
+        #expect(!demo.stderr.contains("capture→encoded"), "\(demo.stderr)")
+        #expect(!segmentExists(group))
+    }
+
     @Test func demoRunsEverythingAndLeavesNothingBehind() throws {
         let group = uniqueGroup("demo")
         let port = freePortPair()

@@ -11,7 +11,7 @@ import FrameRelayTools
 struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "frame-relay [run]", abstract: "attach to App Group rings and take every newest frame, with live per-frame stats",
-        discussion: subcommandList + "\n  --version                   Print the version.")
+        discussion: subcommandList)
 
     @Option("app-group", "NAME", help: "App Group to attach to; one ring each.", default: AppGroup.defaultName, transform: { try AppGroup($0) })
     var appGroups: [AppGroup] = [.default]

@@ -20,6 +20,7 @@ let subcommandList = """
       subscribe       WebRTC viewers of a Janus mountpoint, counted without decoding
       link-relay      an impaired UDP link between a browser and Janus
       help            this help
+      --version       print the version
     """
 
 func runCommand() throws -> Int32 {

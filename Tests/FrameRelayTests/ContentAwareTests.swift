@@ -9,47 +9,10 @@ import FrameRelayHost
 import FrameRelayTools
 import Testing
 
-/// Encoding only what changed: damage, zero-hertz, the active map's
-/// convergence, keyframes only when a receiver needs one, content models.
+/// Encoding only what changed: zero-hertz, the active map's convergence,
+/// receivers joining a still share, keyframes only when a receiver needs
+/// one. (Damage and the content models have suites of their own.)
 @Suite(.serialized) struct ContentAwareTests {
-    // MARK: Damage
-
-    @Test(arguments: [PixelFormat.i420, .nv12])
-    func damageMarksExactlyTheMacroblocksThatChanged(_ format: PixelFormat) throws {
-        let picture = try makeBuffer(100, 50, format)  // 7 × 4 macroblocks, ragged at the right and bottom
-        let detector = DamageDetector()
-        var map = [UInt8](repeating: 0, count: 7 * 4)
-        #expect(try detector.compare(EncoderInput(picture), into: &map) == 28, "the first picture is all new")
-        map = map.map { _ in 0 }
-        #expect(try detector.compare(EncoderInput(picture), into: &map) == 0)
-        // One luma byte in macroblock (column 6, row 3): the ragged corner.
-        picture.withUnsafeMutablePlane(0) { bytes, stride in bytes[49 * stride + 99] &+= 1 }
-        // One chroma byte in macroblock (column 2, row 1): the second plane's (x 20, y 10) is pixel (40, 20).
-        picture.withUnsafeMutablePlane(1) { bytes, stride in bytes[10 * stride + (format == .nv12 ? 41 : 20)] &+= 1 }
-        #expect(try detector.compare(EncoderInput(picture), into: &map) == 2)
-        let marked = map.indices.filter { map[$0] == 1 }
-        #expect(marked == [1 * 7 + 2, 3 * 7 + 6], "\(marked)")
-        map = map.map { _ in 0 }
-        #expect(try detector.compare(EncoderInput(picture), into: &map) == 0, "the changed rows were kept")
-    }
-
-    @Test(arguments: [PixelFormat.i420, .nv12])
-    func aRegionTheProducerNamesIsAllThatIsCompared(_ format: PixelFormat) throws {
-        let picture = try makeBuffer(100, 50, format)  // 7 × 4 macroblocks, ragged at the right and bottom
-        let detector = DamageDetector()
-        var map = [UInt8](repeating: 0, count: 7 * 4)
-        _ = try detector.compare(EncoderInput(picture), into: &map)
-        // Changes in macroblocks (column 6, row 3), the ragged corner, and (column 0, row 0); the region names the corner only.
-        picture.withUnsafeMutablePlane(0) { bytes, stride in bytes[49 * stride + 99] &+= 1; bytes[0] &+= 1 }
-        map = map.map { _ in 0 }
-        let corner = PixelRegion([PixelRect(x: 90, y: 40, width: 10, height: 10)])
-        #expect(try detector.compare(EncoderInput(picture), region: corner, into: &map) == 1)
-        #expect(map.indices.filter { map[$0] == 1 } == [3 * 7 + 6])
-        // What the region left out was neither compared nor kept: the whole picture finds it.
-        map = map.map { _ in 0 }
-        #expect(try detector.compare(EncoderInput(picture), into: &map) == 1 && map[0] == 1)
-    }
-
     // MARK: Zero-hertz and convergence
 
     /// The still content model at 640×360, recorded by a host with `hostArguments`: the IVF, the statistics and the last decoded picture's PSNR against the screen.
@@ -438,79 +401,6 @@ import Testing
             // 105 frames in: a few to converge, the rest skipped (and one empty frame a second), none dropped.
             #expect(share.framesSkipped >= 20 && share.framesOut + share.framesSkipped >= 60 && share.dropPercent < 1, "\(share)")
             #expect(share.fps > 12, "skipped frames were delivered: \(share.fps) frames/s")
-        }
-    }
-
-    // MARK: Content models
-
-    /// A screen started k frames into its script shows at its first frame
-    /// what one started at 0 shows at frame k (a frame that changed the
-    /// picture, so both carry stamp k): typing, mixed in its scrolling and
-    /// in its video phase.
-    @Test(arguments: [(ContentScreen.Content.typing, 100), (.mixed, 600), (.mixed, 1000)])
-    func aContentModelStartedLaterShowsWhatItWouldHaveShownThen(_ content: ContentScreen.Content, _ k: Int) throws {
-        let fromStart = try ContentScreen(content, width: 320, height: 180)
-        var expected: PixelBuffer?
-        for n in 0...k { expected = fromStart.nextFrame(number: UInt64(n))?.picture }
-        let later = try ContentScreen(content, width: 320, height: 180, start: k)
-        let first = try #require(later.nextFrame(number: UInt64(k))?.picture)
-        let same = try #require(expected).withUnsafeBytes { a in first.withUnsafeBytes { b in a.elementsEqual(b) } }
-        #expect(same)
-        // And not what it showed at 0.
-        let zero = try #require(try ContentScreen(content, width: 320, height: 180).nextFrame(number: UInt64(k))?.picture)
-        #expect(!zero.withUnsafeBytes { a in first.withUnsafeBytes { b in a.elementsEqual(b) } })
-    }
-
-    /// A content model redraws only where its picture changed (the caret's
-    /// lines, the video, the dragged window): each changed frame must be,
-    /// byte for byte, what drawing everything gives (a model started at
-    /// that frame draws it whole). The whole scripted minute in NV12 and
-    /// BGRA (chroma in 2×2 blocks; four bytes a pixel), and typing at 720p
-    /// (every length doubled).
-    @Test(arguments: [(PixelFormat.nv12, 320, 180, 1800), (.bgra, 320, 180, 1800), (.i420, 1280, 720, 90)])
-    func contentModelsRedrawOnlyWhatChangedToTheSameBytes(_ format: PixelFormat, _ width: Int, _ height: Int, _ frames: Int) throws {
-        let content: ContentScreen.Content = frames > 300 ? .mixed : .typing
-        let screen = try ContentScreen(content, width: width, height: height, format: format)
-        var compared = 0
-        for n in 0..<frames {
-            let frame = try #require(screen.nextFrame(number: UInt64(n)))
-            let picture = frame.picture
-            guard frame.damage != .none, n % (frames > 300 ? 5 : 1) == 0 else { continue }
-            let whole = try #require(try ContentScreen(content, width: width, height: height, format: format, start: n).nextFrame(number: UInt64(n))).picture
-            let same = picture.withUnsafeBytes { a in whole.withUnsafeBytes { b in a.elementsEqual(b) } }
-            #expect(same, "\(content) \(format) frame \(n) differs from drawing everything")
-            if !same { return }
-            compared += 1
-        }
-        #expect(compared >= frames / 12, "\(compared) frames compared")
-    }
-
-    @Test(arguments: ContentScreen.Content.allCases)
-    func contentModelsChangeWhatTheyClaimAndCarryTheFrameStamp(_ content: ContentScreen.Content) throws {
-        let screen = try ContentScreen(content, width: 1280, height: 720)
-        let detector = DamageDetector()
-        var changedFractions: [Double] = []
-        var lastStamp: UInt64 = 0
-        for n in 0..<90 {
-            let picture = try #require(screen.nextFrame(number: UInt64(n))?.picture)
-            var map = [UInt8](repeating: 0, count: 80 * 45)
-            let changed = try detector.compare(EncoderInput(picture), into: &map)
-            if n > 0 { changedFractions.append(Double(changed) / 3600) }
-            // The stamp: this frame's number when the picture changed, else the last one's.
-            let number = picture.withUnsafeMutablePlane(0) { bytes, stride in
-                FrameStamp.read(luma: UnsafeRawBufferPointer(bytes), stride: stride, width: 1280, height: 720)
-            }
-            if changed > 0 { lastStamp = UInt64(n) }
-            #expect(number == lastStamp, "frame \(n)")
-        }
-        let mean = changedFractions.reduce(0, +) / Double(changedFractions.count)
-        switch content {
-        case .still: #expect(mean == 0)
-        case .typing: #expect(changedFractions.allSatisfy { $0 > 0 } && mean < 0.01, "typing changed \(mean * 100) % a frame")
-        case .scrolling: #expect(changedFractions.filter { $0 > 0.2 }.count >= 20 && changedFractions.filter { $0 < 0.01 }.count >= 40, "bursts and rests")
-        case .video: #expect(mean > 0.2 && mean < 0.35, "a 640×360 region of 1280×720 is 25 %: \(mean * 100) %")
-        case .drag: #expect(mean > 0.02 && mean < 0.3, "\(mean * 100) %")
-        case .mixed: #expect(mean > 0 && mean < 0.01, "the first 90 frames of the minute are typing: \(mean * 100) %")
         }
     }
 }

@@ -69,9 +69,8 @@ public final class ShareReceiver: @unchecked Sendable {
     /// Runs until `shouldStop` returns true, sending each frame down `pipeline`.
     public func run(shouldStop: () -> Bool, pipeline: SharePipeline? = nil) throws {
         self.pipeline = pipeline
-        let rtp = pipeline?.rtp
         // With a stream to serve, wake often enough to answer RTCP between frames.
-        let idleTimeout: UInt64 = rtp == nil && pipeline?.viewers == nil ? 100_000_000 : 10_000_000
+        let idleTimeout: UInt64 = pipeline?.hasLiveOutputs == true ? 10_000_000 : 100_000_000
         defer {
             host.detach()
             pipeline?.finish()
@@ -81,7 +80,7 @@ public final class ShareReceiver: @unchecked Sendable {
         while !shouldStop() {
             let event = try host.next(timeoutNanoseconds: idleTimeout)
             let polled = MonotonicClock.now()
-            if let rtp, rtp.poll(now: polled) { keyframes.ask(.receiver) }
+            if pipeline?.pollFeedback(now: polled) == true { keyframes.ask(.receiver) }
             if let reasons = keyframes.take(now: polled) {
                 pipeline?.requestKeyframe()
                 if reasons.contains(.receiver) { record("keyframe-request", "PLI or FIR from a receiver") }
@@ -197,7 +196,7 @@ public final class ShareReceiver: @unchecked Sendable {
         stats.ring = host.counters
         stats.cpuSeconds = Double(Processor.threadCPUNanoseconds()) / 1e9
         stats.encoded = pipeline?.stats
-        stats.transport = pipeline?.rtp?.summary
+        stats.transport = pipeline?.transport
         stats.recording = pipeline?.recording
         latency.fill(&stats)
         if now &- recentWindowStart >= 1_000_000_000, pipeline != nil {

@@ -321,21 +321,31 @@ import Testing
 
     /// Chromium through `frame-relay link-relay` with 5 % loss and 20 ms
     /// delay: its getStats() sees the loss and asks for the packets again,
-    /// and the picture goes on.
+    /// and the picture goes on. Chromium runs until it has shown 150 frames
+    /// (at most 40 s): in 14 s fixed it showed 88 to 207 here, and once in
+    /// CI none at all, so the time is a bound, not the measure.
     @Test func chromiumThroughAnImpairedLinkSeesTheLossAndAsksForRepairs() throws {
         let group = uniqueGroup("janusrelay")
         let run = inNamespace("""
-            $FR demo --app-group \(group.name) --janus --janus-port 18188 --http 10.200.0.1:18180 --size 640x360 --fps 30 --duration 30 > $D/demo.log 2>&1 &
+            $FR demo --app-group \(group.name) --janus --janus-port 18188 --http 10.200.0.1:18180 --size 640x360 --fps 30 --duration 60 > $D/demo.log 2>&1 &
             DEMO=$!
             \(waitFor("first-frame", in: "$D/demo.log"))
             $FR link-relay --address 10.200.0.1 --link loss=5%,delay=20ms > $D/relay.log 2>&1 & RELAY=$!
             \(waitFor("page:", in: "$D/relay.log"))
             R=$(sed -n 's/.*?relay=\\([0-9.:]*\\)).*/\\1/p' $D/relay.log)
-            timeout 14 /usr/bin/chromium --headless=new --no-sandbox --disable-gpu --enable-logging=stderr --v=0 --user-data-dir=$D/chromium \
-              --window-size=1280,900 --autoplay-policy=no-user-gesture-required "http://10.200.0.1:18180/?mode=webrtc&measure=1&relay=$R" > $D/chromium.log 2>&1
-            kill -INT $RELAY $DEMO; wait
+            timeout 45 /usr/bin/chromium --headless=new --no-sandbox --disable-gpu --enable-logging=stderr --v=0 --user-data-dir=$D/chromium \
+              --window-size=1280,900 --autoplay-policy=no-user-gesture-required "http://10.200.0.1:18180/?mode=webrtc&measure=1&relay=$R" > $D/chromium.log 2>&1 &
+            CHROMIUM=$!
+            # Until 150 frames are shown and getStats() is read after them (5 s apart), or 40 s.
+            for i in $(seq 400); do
+              [ $(grep -c 'webrtc shown' $D/chromium.log) -ge 150 ] && break; sleep 0.1
+            done
+            STATS=$(grep -c '"webrtc stats' $D/chromium.log)
+            for i in $(seq 60); do [ $(grep -c '"webrtc stats' $D/chromium.log) -gt $STATS ] && break; sleep 0.1; done
+            kill $CHROMIUM; kill -INT $RELAY $DEMO; wait
             cat $D/relay.log
             echo "shown $(grep -c 'webrtc shown' $D/chromium.log)"
+            grep -E 'viewer error|webrtc clock' $D/chromium.log | tail -3
             grep -o '"webrtc stats .*"' $D/chromium.log | tail -1
             """, timeout: 90)
         let statsLine = try #require(run.output.split(separator: "\n").last { $0.hasPrefix("\"webrtc stats ") }, "\(run.output.suffix(2000))")
@@ -343,9 +353,10 @@ import Testing
         let stats = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any], "\(json)")
         let lost = stats["packetsLost"] as? Int ?? 0, nacks = stats["nackCount"] as? Int ?? 0
         let shown = Int(run.output.split(separator: "\n").first { $0.hasPrefix("shown ") }?.dropFirst(6) ?? "") ?? 0
-        print("janus relay: Chromium at 5 % loss, 20 ms: \(lost) packets lost, \(nacks) NACKs, \(shown) frames shown; \(run.output.split(separator: "\n").first { $0.contains("link-relay: passed") } ?? "")")
+        let detail = ["framesReceived", "framesDecoded", "framesDropped", "freezeCount", "pliCount", "retransmittedPacketsReceived"].map { "\($0) \(stats[$0] ?? "-")" }.joined(separator: ", ")
+        print("janus relay: Chromium at 5 % loss, 20 ms: \(lost) packets lost, \(nacks) NACKs, \(shown) frames shown (\(detail)); \(run.output.split(separator: "\n").first { $0.contains("link-relay: passed") } ?? "")")
         #expect(lost > 0 && nacks > 0, "\(stats)")
-        #expect(shown >= 150, "\(shown) frames shown in 13 s")
+        #expect(shown >= 150, "\(shown) frames shown in 40 s")
         #expect(run.output.contains("link-relay: passed"), "\(run.output.suffix(1000))")
     }
 }

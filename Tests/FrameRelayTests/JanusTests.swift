@@ -281,12 +281,18 @@ import Testing
         let group = uniqueGroup("janusg2g")
         let run = inNamespace("""
             $FR demo --app-group \(group.name) --janus --janus-port 18188 --http 10.200.0.1:18180 --size 640x360 --fps 30 \
-              --keyframe-interval 0 --duration 30 --trace $D/trace.jsonl > $D/demo.log 2>&1 &
+              --keyframe-interval 0 --duration 60 --trace $D/trace.jsonl > $D/demo.log 2>&1 &
             DEMO=$!
             \(waitFor("first-frame", in: "$D/demo.log"))
-            timeout 10 /usr/bin/chromium --headless=new --no-sandbox --disable-gpu --disable-gpu-vsync --disable-frame-rate-limit --enable-logging=stderr --v=0 \
+            timeout 35 /usr/bin/chromium --headless=new --no-sandbox --disable-gpu --disable-gpu-vsync --disable-frame-rate-limit --enable-logging=stderr --v=0 \
               --user-data-dir=$D/chromium --window-size=1280,900 --autoplay-policy=no-user-gesture-required \
-              'http://10.200.0.1:18180/?mode=webrtc&measure=1' > $D/chromium.log 2>&1
+              'http://10.200.0.1:18180/?mode=webrtc&measure=1' > $D/chromium.log 2>&1 &
+            CHROMIUM=$!
+            # Until 200 frames are shown and getStats() is read once, or 30 s.
+            \(waitFor("webrtc shown", count: 200, in: "$D/chromium.log", seconds: 25))
+            \(waitFor("webrtc stats", in: "$D/chromium.log", seconds: 5))
+            kill $CHROMIUM; wait $CHROMIUM
+            grep -E 'viewer error|webrtc clock' $D/chromium.log | tail -3
             $VIEWER --janus http://10.200.0.1:18188/janus --mountpoint \(JanusMountpoint.id(for: group)) --duration 8 --report $D/aiortc.json
             kill -INT $DEMO; wait
             grep -o '"webrtc shown [0-9 ]*"' $D/chromium.log | tr -d '"' > $D/shown.txt
@@ -337,9 +343,7 @@ import Testing
               --window-size=1280,900 --autoplay-policy=no-user-gesture-required "http://10.200.0.1:18180/?mode=webrtc&measure=1&relay=$R" > $D/chromium.log 2>&1 &
             CHROMIUM=$!
             # Until 150 frames are shown and getStats() is read after them (5 s apart), or 40 s.
-            for i in $(seq 400); do
-              [ $(grep -c 'webrtc shown' $D/chromium.log) -ge 150 ] && break; sleep 0.1
-            done
+            \(waitFor("webrtc shown", count: 150, in: "$D/chromium.log", seconds: 40))
             STATS=$(grep -c '"webrtc stats' $D/chromium.log)
             for i in $(seq 60); do [ $(grep -c '"webrtc stats' $D/chromium.log) -gt $STATS ] && break; sleep 0.1; done
             kill $CHROMIUM; kill -INT $RELAY $DEMO; wait

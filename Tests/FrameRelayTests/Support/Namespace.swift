@@ -30,7 +30,8 @@ func startJanus() throws -> (Spawned, HTTPClient.URL) {
     return (janus, try #require(HTTPClient.URL(String(text)), "\(janus.stderr)"))
 }
 
-/// Waits in the script until `file` contains `text` (at most 20 s).
-func waitFor(_ text: String, in file: String) -> String {
-    "for i in $(seq 200); do grep -q '\(text)' \(file) && break; sleep 0.1; done"
+/// Waits in the script until `file` has `count` lines with `text` (at most
+/// `seconds`).
+func waitFor(_ text: String, count: Int = 1, in file: String, seconds: Int = 20) -> String {
+    "for i in $(seq \(seconds * 10)); do [ $(grep -c '\(text)' \(file)) -ge \(count) ] && break; sleep 0.1; done"
 }

@@ -120,13 +120,13 @@ import Testing
             FrameMetadata(frameNumber: 1, captureTime: 1, picture: name, width: width, height: 48, format: format, orientation: orientation,
                           payloadSize: picture.byteCount, planes: picture.layout)
         }
-        #expect(!detector.holds(frame(7)), "nothing is kept yet")
+        #expect(detector.heldPicture(for: frame(7)) == nil, "nothing is kept yet")
         _ = try changed.withUnsafeMutableBufferPointer { try detector.compare(EncoderInput(picture), source: frame(7), into: $0.baseAddress!) }
-        #expect(detector.holds(frame(7)))
-        #expect(!detector.holds(frame(0)), "0 names no picture")
-        #expect(!detector.holds(frame(8)))
+        #expect(detector.heldPicture(for: frame(7)) != nil)
+        #expect(detector.heldPicture(for: frame(0)) == nil, "0 names no picture")
+        #expect(detector.heldPicture(for: frame(8)) == nil)
         // A producer that keeps a name across a change of size, format or orientation is not believed.
-        #expect(!detector.holds(frame(7, width: 80)) && !detector.holds(frame(7, format: .nv12)) && !detector.holds(frame(7, orientation: .left)))
+        #expect(detector.heldPicture(for: frame(7, width: 80)) == nil && detector.heldPicture(for: frame(7, format: .nv12)) == nil && detector.heldPicture(for: frame(7, orientation: .left)) == nil)
         // A region of change is believed only against the picture held, in its geometry, upright.
         var later = frame(9)
         later.changedSince = 7
@@ -141,7 +141,7 @@ import Testing
         }
         // A picture compared without a name forgets the old one.
         _ = try changed.withUnsafeMutableBufferPointer { try detector.compare(EncoderInput(picture), into: $0.baseAddress!) }
-        #expect(!detector.holds(frame(7)))
+        #expect(detector.heldPicture(for: frame(7)) == nil)
     }
 
     @Test(arguments: [(ContentScreen.Content.typing, PixelFormat.bgra), (.drag, .nv12), (.video, .bgra), (.scrolling, .i420)])

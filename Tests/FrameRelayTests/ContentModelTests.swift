@@ -63,7 +63,7 @@ import Testing
         for n in 0..<90 {
             let picture = try #require(screen.nextFrame(number: UInt64(n))?.picture)
             var map = [UInt8](repeating: 0, count: 80 * 45)
-            let changed = try detector.compare(EncoderInput(picture), into: &map)
+            let changed = try detector.compare(EncoderInput(picture), into: &map).marked
             if n > 0 { changedFractions.append(Double(changed) / 3600) }
             // The stamp: this frame's number when the picture changed, else the last one's.
             let number = picture.withUnsafeMutablePlane(0) { bytes, stride in

@@ -57,12 +57,12 @@ public final class ContentAwareEncoder {
     ) throws -> Result {
         let metadata = view.metadata
         // The producer says this is the picture already held: nothing to convert or compare.
-        let repeated = damage?.holds(metadata) == true
+        let held = damage?.heldPicture(for: metadata)
         // It says where the frame changed since the picture held: convert and compare only there.
-        let region = repeated || converter.scales(metadata) ? nil : damage?.changes(in: metadata)
+        let region = held != nil || converter.scales(metadata) ? nil : damage?.changes(in: metadata)
         var input: EncoderInput
         do {
-            input = repeated ? damage!.kept! : try converter.convert(view, only: region)
+            input = try held ?? converter.convert(view, only: region)
         } catch {
             throw InvalidFrame.undecodable(frameNumber: metadata.frameNumber, reason: "\(error)")
         }
@@ -73,18 +73,19 @@ public final class ContentAwareEncoder {
         var plan = RefreshSchedule.Plan.everything
         if let damage {
             schedule.prepare(columns: (input.width + 15) / 16, rows: (input.height + 15) / 16)
-            if repeated {
+            if held != nil {
                 stats.repeated += 1
             } else {
+                let comparison: DamageDetector.Comparison
                 do {
-                    _ = try schedule.withDamage { try damage.compare(input, source: metadata, region: region, into: $0) }
+                    comparison = try schedule.withDamage { try damage.compare(input, source: metadata, region: region, into: $0) }
                 } catch {
                     throw InvalidFrame.undecodable(frameNumber: metadata.frameNumber, reason: "\(error)")
                 }
                 if region != nil {
                     // Converted only in the region: the kept copy is the whole picture.
                     stats.located += 1
-                    input = damage.kept!
+                    input = comparison.picture
                 }
             }
             plan = schedule.plan(keyframe: keyframe)

@@ -26,3 +26,14 @@ public struct EncoderInput {
             strides: (buffer.stride(0), buffer.stride(1), buffer.format == .i420 ? buffer.stride(2) : 0))
     }
 }
+
+extension EncoderInput {
+    /// Plane `index`'s first byte.
+    package func plane(_ index: Int) -> UnsafePointer<UInt8> {
+        let base = index == 0 ? planes.0 : index == 1 ? planes.1 : planes.2!
+        return base.assumingMemoryBound(to: UInt8.self)
+    }
+
+    /// Plane `index`'s stride.
+    package func stride(_ index: Int) -> Int { index == 0 ? strides.0 : index == 1 ? strides.1 : strides.2 }
+}

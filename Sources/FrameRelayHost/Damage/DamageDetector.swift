@@ -12,7 +12,7 @@ import FrameRelayFrames
 /// alone, on the picture the encoder is about to read (after any
 /// conversion, rotation or scaling). A producer that knows a frame repeats
 /// the one before (a still content model; ``FrameMetadata/picture``) says
-/// so, and the host takes the kept picture as it is (``holds(_:)``):
+/// so, and the host takes the kept picture as it is (``heldPicture(for:)``):
 /// no conversion, no compare. One that knows where a frame changed says
 /// that (``FrameMetadata/changed``), and only that region is compared
 /// (``changes(in:)``).
@@ -32,13 +32,15 @@ public final class DamageDetector {
     /// frame: past two thirds, an active map saves libvpx nothing worth its bookkeeping.
     public static func isWholeFrame(_ count: Int, of total: Int) -> Bool { count * 3 >= total * 2 }
 
-    /// Whether the kept picture is the one the producer names in `frame`
+    /// The kept picture, when it is the one the producer names in `frame`
     /// (``FrameMetadata/picture``; 0 names none), in the same geometry: then
-    /// the frame changed nothing, and ``kept`` is what its conversion would
-    /// have made.
-    public func holds(_ frame: FrameMetadata) -> Bool {
-        guard frame.picture != 0, previous != nil, let kept = keptName else { return false }
-        return kept == (frame.picture, frame.width, frame.height, frame.format, frame.orientation)
+    /// the frame changed nothing, and the kept picture is what its
+    /// conversion would have made (valid until the next compare). Nil
+    /// otherwise.
+    public func heldPicture(for frame: FrameMetadata) -> EncoderInput? {
+        guard frame.picture != 0, let previous, let kept = keptName,
+              kept == (frame.picture, frame.width, frame.height, frame.format, frame.orientation) else { return nil }
+        return EncoderInput(previous)
     }
 
     /// The region the producer says `frame` changed in, when the kept
@@ -50,20 +52,25 @@ public final class DamageDetector {
         return kept == (frame.changedSince, frame.width, frame.height, frame.format, frame.orientation) ? frame.changed : nil
     }
 
-    /// The last picture compared, for the encoder (valid until the next compare).
-    public var kept: EncoderInput? { previous.map(EncoderInput.init) }
+    /// What a compare found: how many macroblocks it newly marked, and the
+    /// whole picture as now kept (valid until the next compare), which is
+    /// what to encode when only a region was converted.
+    public struct Comparison {
+        public var marked: Int
+        public var picture: EncoderInput
+    }
 
     /// Marks each macroblock of `input` that differs from the last picture
     /// with 1 in `changed` (`rows × columns` bytes, left as they are
-    /// elsewhere) and returns how many it newly marked. The first picture,
+    /// elsewhere), and keeps `input`'s picture. The first picture,
     /// and one of a new size or format, is all changed. Once the luma shows
     /// a whole frame's worth of change (``isWholeFrame(_:of:)``), the rest is
     /// only copied, not compared, and every macroblock counts as changed: the
     /// frame is coded whole anyway. `source` is the frame `input` was made
-    /// from: its producer's name for the picture is kept for ``holds(_:)``.
+    /// from: its producer's name for the picture is kept for ``heldPicture(for:)``.
     /// `region`: the producer said the picture differs from the kept one
     /// only there (``changes(in:)``); nothing outside it is compared.
-    public func compare(_ input: EncoderInput, source: FrameMetadata? = nil, region: PixelRegion? = nil, into changed: UnsafeMutablePointer<UInt8>) throws -> Int {
+    public func compare(_ input: EncoderInput, source: FrameMetadata? = nil, region: PixelRegion? = nil, into changed: UnsafeMutablePointer<UInt8>) throws -> Comparison {
         keptName = nil
         let count: Int
         if let region, let previous, previous.width == input.width, previous.height == input.height, previous.format == input.format {
@@ -72,7 +79,7 @@ public final class DamageDetector {
             count = try update(input, into: changed)
         }
         if let s = source, s.picture != 0 { keptName = (s.picture, s.width, s.height, s.format, s.orientation) }
-        return count
+        return Comparison(marked: count, picture: EncoderInput(previous!))
     }
 
     /// Brings the kept picture up to `input`, marking what differed.
@@ -183,15 +190,4 @@ public final class DamageDetector {
             (target + y * targetStride).update(from: source + y * stride, count: rowBytes)
         }
     }
-}
-
-extension EncoderInput {
-    /// Plane `index`'s first byte.
-    func plane(_ index: Int) -> UnsafePointer<UInt8> {
-        let base = index == 0 ? planes.0 : index == 1 ? planes.1 : planes.2!
-        return base.assumingMemoryBound(to: UInt8.self)
-    }
-
-    /// Plane `index`'s stride.
-    func stride(_ index: Int) -> Int { index == 0 ? strides.0 : index == 1 ? strides.1 : strides.2 }
 }

@@ -298,7 +298,7 @@ import Testing
         share.encoded = EncodeStats()
         share.encoded?.skipped = 40
         let line = StatusLine.format(share)
-        #expect(line.contains("dropped 3  skipped 40"), "\(line)")
+        #expect(line.contains("dropped 3  capture→encoded p50 ") && line.contains("  skipped 40  "), "\(line)")
     }
 
     // MARK: Receivers joining a still share

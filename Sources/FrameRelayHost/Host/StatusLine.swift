@@ -75,28 +75,23 @@ public final class StatusLine {
     /// (the fields that do not fit are left out, never cut in the middle).
     public static func format(_ s: ShareStats, kbps: Double? = nil, width: Int = .max) -> String {
         func ms(_ micros: Double) -> String { fixed(micros / 1000, micros < 10_000 ? 2 : 1) + " ms" }
-        // On a terminal (a width given): a long App Group keeps only its end (its start is the team's
-        // reverse domain, the same for every share), and the figures
-        // an 80-column terminal must show come first: frames/s, dropped, capture→encoded p50 and p99.
-        let terminal = width < .max
+        // The figures an 80-column terminal must show come first: frames/s, dropped, capture→encoded
+        // p50 and p99. On a terminal (a width given) a long App Group keeps only its end (its start
+        // is the team's reverse domain, the same for every share).
         var name = s.appGroup
-        if terminal, name.count > width / 5, width >= 24 { name = "…" + String(name.suffix(width / 5 - 1)) }
+        if width < .max, name.count > width / 5, width >= 24 { name = "…" + String(name.suffix(width / 5 - 1)) }
         let state = s.producerAttaches == 0 ? "waiting for producer" : s.producerFinished ? "producer finished" : "\(fixed(s.fps, 1)) fps"
         var fields = [name, state]
-        if terminal, let encoded = s.encoded {
-            fields.append("dropped \(s.totalDropped)")
-            fields.append("capture→encoded p50 \(fixed(encoded.captureToEncoded.p50 / 1000, 2)) p99 \(ms(encoded.captureToEncoded.p99))")
-            fields += ["taken \(s.taken)", "skipped \(encoded.skipped)", "encode p99 \(ms(encoded.encode.p99))"]
+        if let encoded = s.encoded {
+            // Skipped (nothing changed, not encoded) is apart from dropped (replaced in the ring before the host took it).
+            fields += [
+                "dropped \(s.totalDropped)",
+                "capture→encoded p50 \(fixed(encoded.captureToEncoded.p50 / 1000, 2)) p99 \(ms(encoded.captureToEncoded.p99))",
+                "taken \(s.taken)", "skipped \(encoded.skipped)", "encode p99 \(ms(encoded.encode.p99))",
+            ]
             if let kbps { fields.append("\(fixed(kbps, 0)) kbit/s") }
         } else {
             fields += ["taken \(s.taken)", "dropped \(s.totalDropped)"]
-            // Skipped (nothing changed, not encoded) is apart from dropped (replaced in the ring before the host took it).
-            if let encoded = s.encoded {
-                fields.append("skipped \(encoded.skipped)")
-                fields.append("capture→encoded p50 \(ms(encoded.captureToEncoded.p50)) p99 \(ms(encoded.captureToEncoded.p99))")
-                fields.append("encode p99 \(ms(encoded.encode.p99))")
-                if let kbps { fields.append("\(fixed(kbps, 0)) kbit/s") }
-            }
         }
         fields.append("invalid \(s.invalid)")
         if s.checksumsVerified > 0 { fields.append("checksums verified \(s.checksumsVerified)") }

@@ -129,6 +129,30 @@ public struct SocketAddress: Sendable {
         return try? socket.localAddress()
     }
 
+    /// This machine's IPv4 addresses on interfaces that are up, loopback
+    /// left out, in the kernel's order: where a server listening on every
+    /// interface (0.0.0.0) is reached from elsewhere.
+    package static func interfaceIPv4Addresses() -> [String] {
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0 else { return [] }
+        defer { freeifaddrs(list) }
+        var addresses: [String] = []
+        var entry = list
+        while let current = entry?.pointee {
+            defer { entry = current.ifa_next }
+            guard let address = current.ifa_addr, address.pointee.sa_family == sa_family_t(AF_INET),
+                current.ifa_flags & UInt32(IFF_UP) != 0, current.ifa_flags & UInt32(IFF_LOOPBACK) == 0
+            else { continue }
+            var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
+            address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { inet in
+                var host = inet.pointee.sin_addr
+                _ = inet_ntop(AF_INET, &host, &text, socklen_t(text.count))
+            }
+            addresses.append(String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+        return addresses
+    }
+
     /// A TCP port on `address` (IPv4) that is free now.
     public static func freeTCPPort(address: String = "127.0.0.1") throws(SystemError) -> Int {
         guard let local = SocketAddress(ipv4: address, port: 0) else { throw SystemError("inet_pton", address, code: .invalidArgument) }

@@ -73,7 +73,7 @@ struct Demo: ParsableCommand {
             settings.sdpPaths = ["demo.sdp"]
         }
         if let janusServer {
-            log("demo: Janus (pid \(janusServer.pid)) at \(janusServer.url)")
+            log("demo: Janus (pid \(janusServer.pid)) at \(janusServer.place)")
             settings.janus = [JanusStreaming(url: janusServer.url)]
         }
         // Whatever happens to the host, the producer ends with it (and removes its ring).

@@ -15,7 +15,7 @@ struct JanusCommand: ParsableCommand {
     func run() throws -> Int32 {
         let janus = try JanusServer(address: address, port: port)
         defer { janus.stop() }
-        log("janus: \(janus.url) (pid \(janus.pid)); Ctrl-C to stop")
+        log("janus: \(janus.place) (pid \(janus.pid)); Ctrl-C to stop")
         while stopSignals.load(ordering: .relaxed) == 0 {
             MonotonicClock.sleep(nanoseconds: 100_000_000)
             guard janus.isRunning else {

@@ -10,6 +10,15 @@ import FrameRelayHost
 final class JanusServer {
     /// Its HTTP API, `http://ADDRESS:PORT/janus`.
     public let url: HTTPClient.URL
+    /// Whether its API listens on every interface (it is still reached here through loopback, `url`).
+    public let listensEverywhere: Bool
+
+    /// How it is said in a log: its URL here, and where it listens on every
+    /// interface, the URL from another machine too.
+    public var place: String {
+        guard listensEverywhere, let outside = SocketAddress.interfaceIPv4Addresses().first else { return "\(url)" }
+        return "\(url) (every interface; from elsewhere http://\(outside):\(url.port)\(url.path))"
+    }
     private let process = Process()
     private let directory: URL
 
@@ -35,6 +44,7 @@ final class JanusServer {
             throw JanusError(url: "janus", code: 0, reason: "Janus is not installed (Debian package janus; scripts/install-deps installs it)")
         }
         let port = try port ?? SocketAddress.freeTCPPort(address: address)
+        listensEverywhere = address == "0.0.0.0"
         // Listening everywhere, it is reached here through loopback.
         url = HTTPClient.URL("http://\(address == "0.0.0.0" ? "127.0.0.1" : address):\(port)/janus")!
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("frame-relay-janus-\(getpid())-\(port)")

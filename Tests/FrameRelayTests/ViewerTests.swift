@@ -315,6 +315,17 @@ import Testing
         #expect(demo.status != 0 && demo.stderr.contains("is already in use") && demo.stderr.split(separator: "\n").count == 1, "\(demo.stderr)")
     }
 
+    /// Listening on every interface, the viewer is said at an address a browser can open, not 0.0.0.0.
+    @Test func aViewerOnEveryInterfaceIsSaidAtAnAddressThatAnswers() throws {
+        let port = freePortPair()
+        let host = Spawned(Paths.executable("frame-relay"), ["--app-group", uniqueGroup("everywhere").name, "--http", "0.0.0.0:\(port)", "--duration", "3"])
+        #expect(host.waitForLog("viewer:"))
+        let url = host.stderr.components(separatedBy: "viewer: ").dropFirst().first?.prefix { $0 != " " } ?? ""
+        #expect(url.hasPrefix("http://") && !url.contains("0.0.0.0") && host.stderr.contains("on every interface"), "\(host.stderr)")
+        #expect(fetch("\(url)stats.json").status == 0, "\(url)")
+        #expect(host.wait(timeout: 20) == 0, "\(host.stderr)")
+    }
+
     /// `--quiet` turns the demo's status line off, as the README says; its viewer's address is still said.
     @Test func aQuietDemoWritesNoStatusLine() throws {
         let group = uniqueGroup("quietdemo")

@@ -112,7 +112,7 @@ public final class Host {
                 ViewerServer.Share(appGroup: receiver.appGroup.name, broadcast: broadcast, keyframes: receiver.keyframes, stats: { receiver.snapshot })
             })
             viewer.start()
-            log("viewer: \(viewer.url)   (ffplay \(viewer.url)stream.ivf)")
+            log("viewer: \(viewer.url)   (ffplay \(viewer.url)stream.ivf)" + (viewer.listensEverywhere ? "   on every interface" : ""))
             for (index, mountpoint) in janus.mountpoints.enumerated() {
                 log("viewer over WebRTC through Janus: \(viewer.url)?mode=webrtc&share=\(index)   (mountpoint \(mountpoint.id))")
             }

@@ -42,7 +42,16 @@ public final class ViewerServer: Sendable {
 
     public func start() { server.start() }
 
-    public var url: String { "http://\(server.address):\(server.port)/" }
+    /// Where a browser finds the viewer: listening on every interface
+    /// (0.0.0.0), at this machine's first address other than loopback
+    /// (loopback where it has none).
+    public var url: String {
+        let host = listensEverywhere ? SocketAddress.interfaceIPv4Addresses().first ?? "127.0.0.1" : server.address
+        return "http://\(host):\(server.port)/"
+    }
+
+    /// Whether the viewer listens on every interface.
+    public var listensEverywhere: Bool { server.address == "0.0.0.0" }
 
     private struct SharesBox: Sendable { let shares: [Share] }
 

@@ -64,7 +64,10 @@ struct Subscribe: ParsableCommand {
         // A group that failed has said so in its one line.
         for group in result.groups where group.joined > 0 { log(Self.summary(group)) }
         if result.groups.contains(where: { $0.joined > 0 }) {
-            log("subscribe: \(fixed(result.cpuMsPerViewerSecond, 2)) ms of CPU per viewer-second (\(fixed(result.cpuSeconds, 2)) s over \(fixed(result.seconds, 1)) s)")
+            // Joining (ICE, DTLS) and the sampled decoders are in it: scripts/viewer-cost measures watching alone.
+            let decoders = result.groups.map(\.decoders).reduce(0, +)
+            log("subscribe: \(fixed(result.cpuMsPerViewerSecond, 2)) ms of CPU per viewer-second (\(fixed(result.cpuSeconds, 2)) s over \(fixed(result.seconds, 1)) s), "
+                + "joining and \(counted(decoders, "decoding viewer")) included")
         }
         if let error = result.capturesError { log("subscribe: no latency: \(error)") }
         if let path = report {

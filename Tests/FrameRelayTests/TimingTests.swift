@@ -109,7 +109,7 @@ import Testing
         // No false 0 ms: a share with nothing encoded in a second has no p99 point then.
         #expect(step.timeline.allSatisfy { $0.p99Milliseconds.allSatisfy { $0 == nil || $0! > 0 } }, "\(step.timeline)")
         let page = try String(contentsOfFile: html, encoding: .utf8)
-        #expect(page.contains("<th>producers' CPU %</th>"))
+        #expect(page.contains(">producers' CPU %</th>"))
         #expect(result.stderr.contains("producers' CPU"), "\(result.stderr)")
         #expect(page.contains("<svg") && page.contains("Largest number of shares that held it: \(report.maxSessionsHeld)"))
         // The histogram chart draws one bar per range of the step's merged distribution.
@@ -153,6 +153,12 @@ import Testing
         #expect(result.stderr.contains("1 share held after the 1.0 s warm-up: drops ") && result.stderr.contains("; the whole step, warm-up included: drops "), "\(result.stderr)")
         #expect(result.stderr.contains("largest number of shares that held the objective: 1 (reached --sessions without failing: the limit is higher)"), "\(result.stderr)")
         #expect(result.stderr.contains("load-test: 1 share for 3 s…"), "\(result.stderr)")
+        // In the HTML the warm-up is drawn apart, and the p99 judged is the one after it.
+        let report = try JSONDecoder().decode(LoadTestReport.self, from: Data(contentsOf: dir.appendingPathComponent("ramp.json")))
+        let steady = try #require(report.steps.first?.steadyP99Milliseconds)
+        let page = try String(contentsOf: dir.appendingPathComponent("ramp.html"), encoding: .utf8)
+        #expect(page.contains("<rect class=\"warm-up\"") && page.contains("warm-up: not judged"), "no warm-up band in the p99 chart")
+        #expect(page.contains("<td class=\"judged\">\(fixed(steady, 1))</td>") && page.contains("whole step, warm-up included"), "the judged p99 is not the one after the warm-up")
     }
 
     /// Twelve shares get twelve colours in the charts and the legend.

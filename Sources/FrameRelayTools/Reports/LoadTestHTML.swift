@@ -21,8 +21,11 @@ public enum LoadTestHTML {
         for step in [held, failed].compactMap({ $0 }) {
             let seconds = step.timeline.map(\.seconds)
             body += "<h2>\(name(step)) — \(step.passed ? "held" : "did not hold")</h2>"
+            // The warm-up (until the last share's ends) is drawn apart: the objective does not judge it.
+            let warmUp = report.objective.warmUpSeconds > 0 && step.steadyP99Milliseconds != nil
+                ? (step.shares.map(\.startedAfter).max() ?? 0) + report.objective.warmUpSeconds : nil
             body += "<h3>Capture→encoded p99 over time, each second</h3>"
-                + lineChart(seconds, step.timeline.map(\.p99Milliseconds), shares: step.sessions, yUnit: "ms", limit: report.objective.maxP99Milliseconds)
+                + lineChart(seconds, step.timeline.map(\.p99Milliseconds), shares: step.sessions, yUnit: "ms", limit: report.objective.maxP99Milliseconds, warmUp: warmUp)
             body += "<h3>Frames per second over time</h3>" + lineChart(seconds, step.timeline.map { $0.fps.map(Optional.some) }, shares: step.sessions, yUnit: "frames/s")
             body += "<h3>Capture→encoded latency, all shares (frames per range)</h3>" + histogram(step.latency, limit: report.objective.maxP99Milliseconds)
             body += "<h3>Latency per share (p50 and p99)</h3>" + barChart(step.shares)
@@ -31,6 +34,7 @@ public enum LoadTestHTML {
         <!doctype html><html><head><meta charset="utf-8"><title>FrameRelay load test</title>
         <style>body{font:14px system-ui,sans-serif;margin:24px;color:#222}table{border-collapse:collapse}
         td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#f4f4f4}.fail{color:#b00}.pass{color:#070}
+        .judged{font-weight:bold}.whole{color:#888}
         svg{background:#fafafa;border:1px solid #ddd;margin:6px 0}svg text{font-size:11px}</style></head><body>\(body)</body></html>
         """
     }
@@ -43,11 +47,18 @@ public enum LoadTestHTML {
     }
 
     private static func table(_ steps: [LoadTestReport.Step]) -> String {
-        var rows = "<table><tr><th>shares</th><th>viewers each</th><th>result</th><th>frames in</th><th>frames out</th><th>drops %</th><th>fps (total)</th><th>p50 ms</th><th>p99 ms (worst share)</th><th>after warm-up: drops %, p99 ms</th><th>host CPU %</th><th>producers' CPU %</th><th>why it failed</th></tr>"
+        // What the objective judges (after the warm-up, where the step had one) comes first; the
+        // whole step, warm-up included, is apart and greyed.
+        var rows = "<table><tr><th rowspan=\"2\">shares</th><th rowspan=\"2\">viewers each</th><th rowspan=\"2\">result</th><th colspan=\"2\">judged</th>"
+            + "<th colspan=\"3\" class=\"whole\">whole step, warm-up included</th><th rowspan=\"2\">frames in</th><th rowspan=\"2\">frames out</th><th rowspan=\"2\">fps (total)</th>"
+            + "<th rowspan=\"2\">host CPU %</th><th rowspan=\"2\">producers' CPU %</th><th rowspan=\"2\">why it failed</th></tr>"
+            + "<tr><th>drops %</th><th>p99 ms (worst share)</th><th class=\"whole\">drops %</th><th class=\"whole\">p50 ms</th><th class=\"whole\">p99 ms</th></tr>"
         for s in steps.sorted(by: { size($0) < size($1) }) {
-            rows += "<tr><td>\(s.sessions)</td><td>\(s.viewersPerShare.map(String.init) ?? "-")</td><td class=\"\(s.passed ? "pass" : "fail")\">\(s.passed ? "held" : "failed")</td><td>\(s.framesIn)</td><td>\(s.framesOut)</td>"
-                + "<td>\(fixed(s.dropPercent, 2))</td><td>\(fixed(s.fps, 1))</td><td>\(fixed(s.p50Milliseconds, 1))</td><td>\(fixed(s.p99Milliseconds, 1))</td>"
-                + "<td>\(s.steadyP99Milliseconds.map { "\(fixed(s.steadyDropPercent ?? 0, 2)), \(fixed($0, 1))" } ?? "-")</td><td>\(fixed(s.hostCPUPercent, 0))</td>"
+            let judgedDrops = s.steadyP99Milliseconds == nil ? s.dropPercent : s.steadyDropPercent ?? 0
+            rows += "<tr><td>\(s.sessions)</td><td>\(s.viewersPerShare.map(String.init) ?? "-")</td><td class=\"\(s.passed ? "pass" : "fail")\">\(s.passed ? "held" : "failed")</td>"
+                + "<td class=\"judged\">\(fixed(judgedDrops, 2))</td><td class=\"judged\">\(fixed(s.steadyP99Milliseconds ?? s.p99Milliseconds, 1))</td>"
+                + "<td class=\"whole\">\(fixed(s.dropPercent, 2))</td><td class=\"whole\">\(fixed(s.p50Milliseconds, 1))</td><td class=\"whole\">\(fixed(s.p99Milliseconds, 1))</td>"
+                + "<td>\(s.framesIn)</td><td>\(s.framesOut)</td><td>\(fixed(s.fps, 1))</td><td>\(fixed(s.hostCPUPercent, 0))</td>"
                 + "<td>\(fixed(s.producerCPUPercent, 0))</td><td class=\"fail\" style=\"text-align:left\">\(s.failures.map(\.htmlEscaped).joined(separator: "<br>"))</td></tr>"
         }
         rows += "</table>"
@@ -116,10 +127,18 @@ public enum LoadTestHTML {
     }
 
     /// One line per share over `xs`; `series[i][share]` is share's value at `xs[i]` (nil: none, no point).
-    private static func lineChart(_ xs: [Double], _ series: [[Double?]], shares: Int, yUnit: String, xUnit: String = "s", limit: Double? = nil) -> String {
+    /// One line per share over time; the objective as a dashed line, and the
+    /// first `warmUp` seconds shaded as not judged.
+    private static func lineChart(_ xs: [Double], _ series: [[Double?]], shares: Int, yUnit: String, xUnit: String = "s", limit: Double? = nil, warmUp: Double? = nil) -> String {
         let maxX = max(1, xs.max() ?? 1)
         let frame = Frame(maxY: max(series.flatMap { $0.compactMap { $0 } }.max() ?? 1, limit ?? 0, 1) * 1.1)
-        var svg = frame.open(yUnit: yUnit, xTitle: xUnit == "s" ? "time (s)" : xUnit) + frame.limitLine(limit)
+        var svg = frame.open(yUnit: yUnit, xTitle: xUnit == "s" ? "time (s)" : xUnit)
+        if let warmUp {
+            let width = min(warmUp, maxX) / maxX * frame.plotWidth
+            svg += "<rect class=\"warm-up\" x=\"\(fixed(frame.left, 1))\" y=\"\(fixed(frame.top, 1))\" width=\"\(fixed(width, 1))\" height=\"\(fixed(frame.plotHeight, 1))\" fill=\"#e8e8e8\"/>"
+                + "<text x=\"\(fixed(frame.left + 4, 1))\" y=\"\(fixed(frame.top + 12, 1))\" fill=\"#777\">warm-up: not judged</text>"
+        }
+        svg += frame.limitLine(limit)
         // Ticks at a round step (1, 2 or 5 times a power of ten), about five of them.
         let rough = maxX / 5, power = pow(10, (log10(rough)).rounded(.down))
         let step = [1.0, 2.0, 5.0, 10.0].map { $0 * power }.first { $0 >= rough } ?? rough

@@ -9,53 +9,29 @@ internal import CYuv
 /// after the change are at the frame's quantizer too; later ones are in the
 /// *refine segment*, ``refineDelta`` finer (a VP8 segment of its own), so a
 /// region that came to rest gets its detail in one or two codings instead
-/// of the 20–30 that libvpx's own cyclic refresh (1/20 of the picture a
-/// frame at half the quantizer) and its slowly falling quantizer take.
-/// A macroblock stops refining once it has been coded ``settledFrames`` times
-/// at a frame quantizer of at most ``convergedQuantizer`` since its last
-/// change, or once its error against the encoder's reconstruction (what
-/// every decoder shows; luma and chroma, measured every fourth time it is
-/// coded) is at most ``floorSSE``. While the quantizer stays high (content
-/// changing elsewhere), a region refines on.
+/// of the 20–30 that libvpx's own cyclic refresh and its slowly falling
+/// quantizer take. A macroblock stops refining once it has been coded
+/// ``settledFrames`` times at a frame quantizer of at most
+/// ``convergedQuantizer`` since its last change, or once its error against
+/// the encoder's reconstruction (what every decoder shows; luma and chroma,
+/// measured every fourth time it is coded) is at most ``floorSSE``. While
+/// the quantizer stays high (content changing elsewhere), a region refines on.
 ///
 /// When the screen comes to rest (``polishAfter`` frames with nothing
-/// changed), every macroblock refines once more: regions that settled while
-/// the encoder was busy elsewhere (a window dragged across) stayed
-/// 1.3–1.8 dB below encoding every frame without this pass (the `mixed`
-/// model's rest after its drag).
+/// changed), every macroblock refines once more, for regions that settled
+/// while the encoder was busy elsewhere (a window dragged across).
 ///
 /// A macroblock the active map leaves out is in the *kept* segment, which
-/// libvpx does not loop-filter (it filters every macroblock of every frame
-/// otherwise, though a kept one is the reference as it was), unless it is
-/// right of or below a coded one: VP8 filters a macroblock's left and top
-/// edges with it, and leaving those edges unfiltered cost `mixed` 0.23 dB.
-/// Only while at most 1 in ``keptAtMost`` macroblocks is coded: the map
-/// costs bits, and on the video model (a quarter coded) it cost 0.13 dB and
-/// 5 % more bitrate for no CPU saved. It made typing 1.57–1.65× cheaper than
-/// encoding every frame against 1.29–1.45×, `mixed` 1.98–1.99× against
-/// 1.74–1.79×, the shared clip 1.39–1.42× against 1.30–1.38×.
+/// libvpx does not loop-filter, unless it is right of or below a coded one
+/// (VP8 filters a macroblock's left and top edges with it). Only while at
+/// most 1 in ``keptAtMost`` macroblocks is coded: the map costs bits.
 ///
 /// A frame with nothing changed and nothing refining is not encoded at all
 /// (zero-hertz); a keyframe makes every macroblock refine again.
 ///
-/// The constants are measured (`frame-relay-bench --filter content`, 720p,
-/// 2.5 Mbit/s, against encoding every frame with libvpx's cyclic refresh):
-/// - Refining at the frame's quantizer for 30 codings (the rule before the
-///   refine segment) stayed within 0.5 dB but saved little: the shared clip
-///   1.05–1.09×, typing 1.19–1.31×. Shorter runs there cost 0.8–1.6 dB
-///   (8 codings at a quantizer of 12: −0.81 dB; 4: −1.60 dB), refining on
-///   every second frame 0.7–0.9 dB, a higher error floor nothing.
-/// - With the refine segment 16 finer, after 1 coding at the frame's
-///   quantizer, and 2 codings to settle, every content gained both ways:
-///   clip 1.33× at +3.6 dB (1.5 Mbit/s against 1.0), typing 1.34× at
-///   +2.7 dB, mixed 1.80× at +4.0 dB, video 1.18× at +0.3 dB, scrolling
-///   1.91× at +2.1 dB, the synthetic screen 1.04× at +0.5 dB. After 2
-///   codings and 3 to settle: the clip 1.20–1.24× at +5.2 dB, the others
-///   alike.
-/// - Refining in the segment from the first coding after a change cost the
-///   video model 0.9 dB: its macroblocks rest for a frame and change again,
-///   and each finer coding spends bits the moving picture needed. A delta of
-///   12 instead of 16 left it 0.4–0.8 dB down.
+/// Every constant is measured: what each choice cost or saved, and the
+/// command that measures it, are in docs/ENCODING.md ("How the constants
+/// were set").
 public struct RefreshSchedule {
     /// The squared error (luma and chroma, 384 samples) at which a macroblock counts as converged.
     public static let floorSSE: UInt64 = 8

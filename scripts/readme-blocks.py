@@ -1,0 +1,56 @@
+"""The sh blocks of one Markdown file as one bash script, for scripts/check-readme.
+
+Usage: python3 scripts/readme-blocks.py FILE NAME > blocks.sh
+Each command is echoed before it runs; a block must leave nothing running.
+"""
+import shlex
+import sys
+
+path, name = sys.argv[1], sys.argv[2]
+lines = open(path).read().split("\n")
+out = ['''
+until_ctrl_c() {
+  local log; log=$(mktemp)
+  "$@" 2> >(tee "$log" >&2) & local pid=$!
+  for _ in $(seq 9000); do grep -q "viewer:" "$log" && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  sleep 5; kill -INT "$pid" 2>/dev/null || true
+  wait "$pid"
+}
+until_closed() {
+  "$@" & local pid=$!
+  sleep 8; kill -INT "$pid" 2>/dev/null || true
+  local status=0; wait "$pid" || status=$?
+  [ "$status" = 0 ] || [ "$status" = 123 ] || { echo "check-readme: $1 ended with status $status" >&2; return 1; }
+}
+left_running() { sleep 1; [ -z "$(jobs -rp)" ] || { echo "check-readme: $1 left running: $(jobs -r)" >&2; exit 1; }; }
+''']
+block, inside, start = 0, False, 0
+i = 0
+while i < len(lines):
+    line = lines[i]
+    if not inside and line.strip() == "```sh":
+        inside, block, start = True, block + 1, i + 1
+        out.append(f'echo "== {name} block {block} (line {start})" >&2')
+    elif inside and line.strip() == "```":
+        inside = False
+        out.append(f"left_running {shlex.quote(f'{name} block {block}')}")
+    elif inside:
+        command = line
+        while command.endswith("\\") and i + 1 < len(lines):
+            i += 1
+            command = command[:-1] + " " + lines[i].strip()
+        text = command.strip()
+        if text and not text.startswith("#"):
+            out.append(f"echo '+ '{shlex.quote(text)} >&2")
+            code = text.split(" #")[0].rstrip() if " #" in text else text
+            if code == "scripts/test":
+                out.append("echo '  (scripts/test: left to CI, which runs it)' >&2")
+            elif "runs until Ctrl-C" in text:
+                out.append(f"until_ctrl_c {code}")
+            elif "plays until its window is closed" in text:
+                out.append(f"until_closed {code}")
+            else:
+                out.append(code)
+    i += 1
+out.append(f'echo "== every block of {name} ran" >&2')
+print("\n".join(out))

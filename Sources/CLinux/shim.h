@@ -1,7 +1,7 @@
 // Linux calls that Swift cannot make directly (epoll and eventfd are not
 // in the Glibc module): futex goes through the
 // variadic syscall(2), prctl(2) is variadic, and strerrorname_np(3),
-// statfs(2) and struct ucred are not in the Glibc module.
+// statfs(2), pipe2(2) and struct ucred are not in the Glibc module.
 #pragma once
 #include <errno.h>
 #include <linux/futex.h>
@@ -31,6 +31,11 @@ static inline int clinux_futex_wake(uint32_t *word) {
 /// exits. Returns 0 or -1 + errno.
 static inline int clinux_set_parent_death_signal(int sig) {
     return prctl(PR_SET_PDEATHSIG, (unsigned long)sig, 0UL, 0UL, 0UL);
+}
+
+/// pipe2(2), which needs _GNU_SOURCE. Returns 0 or -1 + errno.
+static inline int clinux_pipe2(int fds[2], int flags) {
+    return (int)syscall(SYS_pipe2, fds, flags);
 }
 
 /// The pid of the process at the other end of a connected Unix socket

@@ -6,7 +6,9 @@ import FrameRelayHost
 
 /// A Janus server of our own (Debian's `janus`): the streaming plugin and
 /// the HTTP transport only, from a configuration generated in a temporary
-/// folder. ``stop()`` (or `deinit`) ends it and removes the folder.
+/// folder of our own (`mkdtemp`). ``stop()`` (or `deinit`) ends it and
+/// removes the folder; so does its watchdog when this process dies without
+/// either (`kill -9`).
 final class JanusServer {
     /// Its HTTP API, `http://ADDRESS:PORT/janus`.
     public let url: HTTPClient.URL
@@ -21,6 +23,12 @@ final class JanusServer {
     }
     private let process = Process()
     private let directory: URL
+    /// A shell that waits on a pipe only this process holds open: at
+    /// end-of-file (this process gone, however it ended) it ends Janus and
+    /// removes the folder. `PR_SET_PDEATHSIG` cannot do it, since it fires
+    /// when the *thread* that started Janus ends, and Dispatch reaps idle threads.
+    private let watchdog = Process()
+    private var lifeline: FileDescriptor?
 
     /// Janus's static event loops (its `event_loops`): one a core, shared by
     /// every PeerConnection, instead of a loop and a thread for each.
@@ -47,8 +55,7 @@ final class JanusServer {
         listensEverywhere = address == "0.0.0.0"
         // Listening everywhere, it is reached here through loopback.
         url = HTTPClient.URL("http://\(address == "0.0.0.0" ? "127.0.0.1" : address):\(port)/janus")!
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("frame-relay-janus-\(getpid())-\(port)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        directory = URL(fileURLWithPath: try PrivateDirectory.make(prefix: "frame-relay-janus"))
         do {
             try write(library: library, address: address, port: port)
             process.executableURL = URL(fileURLWithPath: "/usr/bin/janus")
@@ -59,6 +66,7 @@ final class JanusServer {
             process.standardError = process.standardOutput
             process.standardInput = FileHandle.nullDevice
             try process.run()
+            try startWatchdog()
             try waitUntilAnswering(log: log)
         } catch {
             stop()
@@ -70,6 +78,9 @@ final class JanusServer {
 
     /// Ends Janus (SIGTERM, then SIGKILL after 3 s) and removes its folder.
     public func stop() {
+        if watchdog.processIdentifier != 0, watchdog.isRunning { kill(watchdog.processIdentifier, SIGKILL) }
+        if watchdog.processIdentifier != 0 { watchdog.waitUntilExit() }
+        lifeline = nil
         process.end()
         try? FileManager.default.removeItem(at: directory)
     }
@@ -79,6 +90,21 @@ final class JanusServer {
 
     /// Whether Janus is still running.
     public var isRunning: Bool { process.isRunning }
+
+    private func startWatchdog() throws {
+        let pipe = try FileDescriptor.pipe(name: "janus watchdog")
+        watchdog.executableURL = URL(fileURLWithPath: "/bin/sh")
+        // At end-of-file: SIGTERM, up to 3 s for Janus to go, SIGKILL, the folder.
+        watchdog.arguments = [
+            "-c", #"read _; kill -TERM "$1"; for i in $(seq 30); do kill -0 "$1" || break; sleep 0.1; done; kill -KILL "$1"; rm -rf -- "$2""#,
+            "janus-watchdog", "\(process.processIdentifier)", directory.path,
+        ]
+        watchdog.standardInput = FileHandle(fileDescriptor: pipe.read, closeOnDealloc: true)
+        watchdog.standardOutput = FileHandle.nullDevice
+        watchdog.standardError = FileHandle.nullDevice
+        lifeline = FileDescriptor(adopting: pipe.write, name: "janus watchdog")
+        try watchdog.run()
+    }
 
     private func waitUntilAnswering(log: URL) throws {
         let deadline = MonotonicClock.now() + 15_000_000_000

@@ -1,6 +1,7 @@
 @preconcurrency import Glibc
 import Foundation
 import FrameRelayHost
+import FrameRelaySystem
 import FrameRelayTools
 import Testing
 
@@ -99,6 +100,38 @@ import Testing
         #expect(median < 500, "median join \(median) ms")
         let transport = try #require(try readShareStats(run.directory + "/host.json").first?.transport)
         #expect(transport.pli >= 10, "the host saw \(transport.pli) PLIs from Janus for 10 joins")
+    }
+
+    /// Janus's configuration goes into a folder `mkdtemp` makes (mode 0700,
+    /// a name nobody can guess), never into one that was there before; and
+    /// a host killed with -9 takes its Janus and that folder with it (the
+    /// watchdog reads end-of-file on its lifeline).
+    @Test func janusRunsFromAPrivateFolderAndEndsWithAKilledHost() throws {
+        let tmp = Paths.temporaryDirectory()
+        // Prepared in advance, as someone else's folder under the old pattern's prefix.
+        let planted = tmp.appendingPathComponent("frame-relay-janus-planted")
+        try FileManager.default.createDirectory(at: planted, withIntermediateDirectories: false)
+        try "planted".write(to: planted.appendingPathComponent("janus.jcfg"), atomically: true, encoding: .utf8)
+        func ours() -> [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: tmp.path)) ?? []).filter { $0.hasPrefix("frame-relay-janus-") && $0 != planted.lastPathComponent }
+        }
+
+        let janus = Spawned(Paths.executable("frame-relay"), ["janus"], environment: ["TMPDIR": tmp.path])
+        try #require(janus.waitForLog("Ctrl-C"), "\(janus.stderr)")
+        let janusPid = try #require(janus.stderr.components(separatedBy: "(pid ").dropFirst().first.flatMap { Int32($0.prefix { $0.isNumber }) }, "\(janus.stderr)")
+        let folder = try #require(ours().first, "no Janus folder under \(tmp.path)")
+        #expect(ours().count == 1)
+        let mode = try FileManager.default.attributesOfItem(atPath: tmp.appendingPathComponent(folder).path)[.posixPermissions] as? Int
+        #expect(mode == 0o700, "mode \(String(mode ?? 0, radix: 8))")
+        #expect(FileManager.default.fileExists(atPath: tmp.appendingPathComponent(folder).appendingPathComponent("janus.jcfg").path))
+
+        janus.signal(SIGKILL)
+        _ = janus.wait()
+        let deadline = MonotonicClock.now() + 10_000_000_000
+        while (kill(janusPid, 0) == 0 || !ours().isEmpty), MonotonicClock.now() < deadline { usleep(50_000) }
+        #expect(kill(janusPid, 0) != 0, "Janus (pid \(janusPid)) outlived its host")
+        #expect(ours().isEmpty, "left behind: \(ours())")
+        #expect(try String(contentsOf: planted.appendingPathComponent("janus.jcfg"), encoding: .utf8) == "planted")
     }
 
     /// Janus unreachable, Janus refusing (a mountpoint id taken by another

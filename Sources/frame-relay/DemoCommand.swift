@@ -47,8 +47,8 @@ struct Demo: ParsableCommand {
 
     func run() throws -> Int32 {
         let simulator = try siblingExecutable("broadcast-sim")
-        // Janus listens where the viewer does: on loopback, or everywhere for viewers on other machines.
-        let janusServer = janus ? try JanusServer(address: http.address == "127.0.0.1" ? "127.0.0.1" : "0.0.0.0", port: janusPort) : nil
+        // Janus's API listens where the viewer does: loopback, one address, or every one (0.0.0.0).
+        let janusServer = janus ? try JanusServer(address: http.address, port: janusPort) : nil
         defer { janusServer?.stop() }
         let producer = Process()
         producer.executableURL = simulator

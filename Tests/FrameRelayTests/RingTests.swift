@@ -214,6 +214,25 @@ import Testing
         #expect(frame.metadata.frameNumber == 2)
     }
 
+    /// A changed rectangle with no width or height is "none" wherever it
+    /// says it is (the layout's word), so one past the picture's edge is
+    /// taken, not refused; the frame's region holds only the real rectangle.
+    @Test func anEmptyChangedRectangleOutsideThePictureIsNone() throws {
+        let (group, producer, host) = try ringWithOneFrameTaken("emptyrect", try makeBuffer(64, 48, .i420))
+        defer { producer.finish() }
+        try producer.publish(try makeBuffer(64, 48, .i420), frameNumber: 2, captureTime: 1, checksum: true)
+        let segment = try RawMapping(name: group.sharedMemoryName)
+        let slot = RingLayout.slotOffset(Int(segment.u32(RingLayout.slotStateOffset) & 3), capacity: producer.slotCapacity)
+        segment.setU32(slot + SlotHeader.Field.changedSince, 1)
+        segment.setU32(slot + SlotHeader.Field.changed, 8 | 4 << 16)  // (8, 4)
+        segment.setU32(slot + SlotHeader.Field.changed + 4, 16 | 16 << 16)  // 16×16
+        segment.setU32(slot + SlotHeader.Field.changed + 8, 900 | 700 << 16)  // (900, 700), outside
+        segment.setU32(slot + SlotHeader.Field.changed + 12, 0 | 5 << 16)  // no width
+        guard case .frame(let frame) = try nextFrameEvent(host) else { Issue.record("the frame was refused"); return }
+        #expect(host.counters.invalid == 0)
+        #expect(frame.metadata.changed.count == 1 && frame.metadata.changed[0] == PixelRect(x: 8, y: 4, width: 16, height: 16))
+    }
+
     enum Foreign: String, CaseIterable { case otherOwner, wrongMagic, wrongVersion, otherAppGroup, groupWritable, worldWritable }
 
     @Test(arguments: Foreign.allCases)

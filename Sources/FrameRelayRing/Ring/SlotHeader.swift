@@ -13,7 +13,8 @@
 ///  44  orientation   u32         (a rectangle with no width or height: none)
 /// ```
 /// `format` and `orientation` are the raw values of ``PixelFormat`` and
-/// ``Orientation``. Each `changed` rectangle lies inside the picture.
+/// ``Orientation``. Each `changed` rectangle lies inside the picture, or
+/// has no width or height (none, wherever its x and y are).
 import FrameRelayFrames
 
 public enum SlotHeader {
@@ -107,7 +108,10 @@ public enum SlotHeader {
             for i in 0..<PixelRegion.maxRects {
                 let at = Field.changed + 8 * i
                 let rect = PixelRect(x: u16(at), y: u16(at + 2), width: u16(at + 4), height: u16(at + 6))
-                guard rect.x + rect.width <= width, rect.y + rect.height <= height else { throw .badChangedRect(rect, width: width, height: height) }
+                // A rectangle with no width or height is "none", wherever it says it is.
+                guard rect.isEmpty || (rect.x + rect.width <= width && rect.y + rect.height <= height) else {
+                    throw .badChangedRect(rect, width: width, height: height)
+                }
                 metadata.changed.add(rect)
             }
         }

@@ -137,6 +137,25 @@ import Testing
         #expect(try String(contentsOf: planted.appendingPathComponent("janus.jcfg"), encoding: .utf8) == "planted")
     }
 
+    /// scripts/with-janus stopped with SIGTERM ends its command, what the
+    /// command started, and Janus, and exits at once.
+    @Test func withJanusStoppedEndsItsCommandAndJanus() throws {
+        let marker = "62.\(Int.random(in: 100...999))"
+        let debug = URL(fileURLWithPath: Paths.executable("frame-relay")).deletingLastPathComponent().path
+        let wrapped = Spawned(Paths.root.appendingPathComponent("scripts/with-janus").path, ["sh", "-c", "sleep \(marker); echo never"],
+                              environment: ["PATH": "\(debug):/usr/sbin:/usr/bin:/sbin:/bin"])
+        try #require(wrapped.waitForLog("with-janus: Janus at"), "\(wrapped.stderr)")
+        let janus = run("/usr/bin/pgrep", ["-f", "-P", "\(wrapped.pid)", "frame-relay janus"]).stdout
+        #expect(!janus.isEmpty, "no frame-relay janus under with-janus (pid \(wrapped.pid))")
+        wrapped.signal(SIGTERM)
+        let started = MonotonicClock.now()
+        #expect(wrapped.wait(timeout: 10) != -9, "with-janus did not end within 10 s of SIGTERM")
+        #expect(MonotonicClock.now() - started < 5_000_000_000)
+        #expect(!wrapped.stdout.contains("never"))
+        #expect(run("/usr/bin/pgrep", ["-f", "sleep \(marker)"]).stdout.isEmpty, "the command's child ran on")
+        for pid in janus.split(separator: "\n").compactMap({ Int32($0) }) { #expect(kill(pid, 0) != 0, "frame-relay janus (pid \(pid)) ran on") }
+    }
+
     /// Janus unreachable, Janus refusing (a mountpoint id taken by another
     /// stream, a wrong secret for the host's own): one line naming the URL
     /// and Janus's words, a non-zero exit, no mountpoint left behind.

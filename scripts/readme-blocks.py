@@ -6,15 +6,43 @@ Each command is echoed before it runs; a block must leave nothing running.
 import shlex
 import sys
 
+
+def without_comment(text):
+    """The command without its trailing comment: a # that starts a word outside quotes."""
+    quote, escaped, literal = None, False, -1
+    for at, char in enumerate(text):
+        if escaped:
+            escaped, literal = False, at
+        elif char == "\\" and quote != "'":
+            escaped = True
+        elif quote:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (at == 0 or (text[at - 1] in " \t" and literal != at - 1)):
+            return text[:at].rstrip()
+    return text
+
+
 path, name = sys.argv[1], sys.argv[2]
 lines = open(path).read().split("\n")
 out = ['''
+# A block that fails leaves nothing running: its background jobs get SIGTERM, then SIGKILL 5 s later.
+end_jobs() {
+  local pids; pids=$(jobs -rp); [ -n "$pids" ] || return 0
+  kill $pids 2>/dev/null || true
+  for _ in $(seq 50); do [ -z "$(jobs -rp)" ] && return 0; sleep 0.1; done
+  kill -KILL $(jobs -rp) 2>/dev/null || true
+}
+trap end_jobs EXIT
 until_ctrl_c() {
   local log; log=$(mktemp)
   "$@" 2> >(tee "$log" >&2) & local pid=$!
   for _ in $(seq 9000); do grep -q "viewer:" "$log" && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   sleep 5; kill -INT "$pid" 2>/dev/null || true
-  wait "$pid"
+  local status=0; wait "$pid" || status=$?
+  rm -f "$log"
+  return "$status"
 }
 until_closed() {
   "$@" & local pid=$!
@@ -48,7 +76,7 @@ while i < len(lines):
         text = command.strip()
         if text and not text.startswith("#"):
             out.append(f"echo '+ '{shlex.quote(text)} >&2")
-            code = text.split(" #")[0].rstrip() if " #" in text else text
+            code = without_comment(text)
             if code == "scripts/test":
                 out.append("echo '  (scripts/test: left to CI, which runs it)' >&2")
             elif "runs until Ctrl-C" in text:

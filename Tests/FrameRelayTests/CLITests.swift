@@ -147,7 +147,7 @@ import Testing
     @Test func statusComesAsPlainLinesInAPipe() {
         let group = uniqueGroup("plain")
         let result = run(Paths.executable("frame-relay"), ["--app-group", group.name, "--no-encode", "--duration", "4.5"])
-        let lines = result.stderr.split(separator: "\n").filter { $0.hasPrefix("frame-relay: \(group.name)  waiting for producer  taken 0") }
+        let lines = result.stderr.split(separator: "\n").filter { $0.hasPrefix("frame-relay: \(group.name)  waiting for producer  dropped 0  taken 0  invalid 0  capture→taken p50 – p99 –  hand-off p99 –") }
         #expect(result.status == 0 && (2...3).contains(lines.count), "\(result.stderr)")
         #expect(!result.stderr.contains("\u{1B}["), "no terminal escapes in a log")
     }

@@ -73,30 +73,34 @@ public final class StatusLine {
 
     /// One share as a line of fields, most useful first, that fits `width`
     /// (the fields that do not fit are left out, never cut in the middle).
+    /// The fields come in one order from the first line on; before any frame
+    /// is taken, a latency is "–" (none measured), never 0.
     public static func format(_ s: ShareStats, kbps: Double? = nil, width: Int = .max) -> String {
         func ms(_ micros: Double) -> String { fixed(micros / 1000, micros < 10_000 ? 2 : 1) + " ms" }
+        func percentiles(_ latency: LatencySummary) -> String {
+            s.taken == 0 ? "p50 – p99 –" : "p50 \(fixed(latency.p50 / 1000, 2)) p99 \(ms(latency.p99))"
+        }
         // The figures an 80-column terminal must show come first: frames/s, dropped, capture→encoded
         // p50 and p99. On a terminal (a width given) a long App Group keeps only its end (its start
         // is the team's reverse domain, the same for every share).
         var name = s.appGroup
         if width < .max, name.count > width / 5, width >= 24 { name = "…" + String(name.suffix(width / 5 - 1)) }
         let state = s.producerAttaches == 0 ? "waiting for producer" : s.producerFinished ? "producer finished" : "\(fixed(s.fps, 1)) fps"
-        var fields = [name, state]
+        var fields = [name, state, "dropped \(s.totalDropped)"]
         if let encoded = s.encoded {
             // Skipped (nothing changed, not encoded) is apart from dropped (replaced in the ring before the host took it).
             fields += [
-                "dropped \(s.totalDropped)",
-                "capture→encoded p50 \(fixed(encoded.captureToEncoded.p50 / 1000, 2)) p99 \(ms(encoded.captureToEncoded.p99))",
-                "taken \(s.taken)", "skipped \(encoded.skipped)", "encode p99 \(ms(encoded.encode.p99))",
+                "capture→encoded \(percentiles(encoded.captureToEncoded))",
+                "taken \(s.taken)", "skipped \(encoded.skipped)", "encode p99 \(s.taken == 0 ? "–" : ms(encoded.encode.p99))",
             ]
             if let kbps { fields.append("\(fixed(kbps, 0)) kbit/s") }
         } else {
-            fields += ["taken \(s.taken)", "dropped \(s.totalDropped)"]
+            fields.append("taken \(s.taken)")
         }
         fields.append("invalid \(s.invalid)")
         if s.checksumsVerified > 0 { fields.append("checksums verified \(s.checksumsVerified)") }
-        fields.append("capture→taken p50 \(ms(s.captureToTaken.p50)) p99 \(ms(s.captureToTaken.p99))")
-        fields.append("hand-off p99 \(ms(s.handoff.p99))")
+        fields.append("capture→taken \(percentiles(s.captureToTaken))")
+        fields.append("hand-off p99 \(s.taken == 0 ? "–" : ms(s.handoff.p99))")
         var line = ""
         for field in fields {
             let next = line.isEmpty ? field : line + "  " + field

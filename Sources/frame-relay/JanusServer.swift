@@ -3,6 +3,7 @@ import Foundation
 import FrameRelaySystem
 import FrameRelayHTTP
 import FrameRelayHost
+import FrameRelayTools
 
 /// A Janus server of our own (Debian's `janus`): the streaming plugin and
 /// the HTTP transport only, from a configuration generated in a temporary
@@ -51,6 +52,9 @@ final class JanusServer {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/janus"), let library = Self.libraryFolder else {
             throw JanusError(url: "janus", code: 0, reason: "Janus is not installed (Debian package janus; scripts/install-deps installs it)")
         }
+        guard SocketAddress(ipv4: address, port: 0) != nil else {
+            throw UsageError("Janus's address \"\(PeerText.quoted(address, limit: 100))\" is not an IPv4 address (127.0.0.1, or 0.0.0.0 for every one)")
+        }
         let port = try port ?? SocketAddress.freeTCPPort(address: address)
         listensEverywhere = address == "0.0.0.0"
         // Listening everywhere, it is reached here through loopback.
@@ -96,7 +100,8 @@ final class JanusServer {
         watchdog.executableURL = URL(fileURLWithPath: "/bin/sh")
         // At end-of-file: SIGTERM, up to 3 s for Janus to go, SIGKILL, the folder.
         watchdog.arguments = [
-            "-c", #"read _; kill -TERM "$1"; for i in $(seq 30); do kill -0 "$1" || break; sleep 0.1; done; kill -KILL "$1"; rm -rf -- "$2""#,
+            // A hang-up (its process group orphaned with the host) must not end it before it has cleaned up.
+            "-c", #"trap '' HUP INT; read _; kill -TERM "$1"; for i in $(seq 30); do kill -0 "$1" || break; sleep 0.1; done; kill -KILL "$1"; rm -rf -- "$2""#,
             "janus-watchdog", "\(process.processIdentifier)", directory.path,
         ]
         watchdog.standardInput = FileHandle(fileDescriptor: pipe.read, closeOnDealloc: true)
@@ -123,11 +128,11 @@ final class JanusServer {
         let files = [
             "janus.jcfg": """
                 general: {
-                    configs_folder = "\(directory.path)"
-                    plugins_folder = "\(library)/plugins"
-                    transports_folder = "\(library)/transports"
-                    events_folder = "\(library)/events"
-                    loggers_folder = "\(library)/loggers"
+                    configs_folder = \(Self.configString("\(directory.path)"))
+                    plugins_folder = \(Self.configString("\(library)/plugins"))
+                    transports_folder = \(Self.configString("\(library)/transports"))
+                    events_folder = \(Self.configString("\(library)/events"))
+                    loggers_folder = \(Self.configString("\(library)/loggers"))
                     debug_level = 3
                     event_loops = \(Self.eventLoops)
                 }
@@ -145,6 +150,11 @@ final class JanusServer {
         for (name, text) in files {
             try text.write(to: directory.appendingPathComponent(name), atomically: true, encoding: .utf8)
         }
+    }
+
+    /// A string in Janus's configuration (libconfig): quoted, its `\` and `"` escaped.
+    static func configString(_ text: String) -> String {
+        "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
     }
 
     /// Every plugin in `folder` but `kept`, as Janus's "disable" list.

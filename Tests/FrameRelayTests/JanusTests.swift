@@ -137,6 +137,25 @@ import Testing
         #expect(try String(contentsOf: planted.appendingPathComponent("janus.jcfg"), encoding: .utf8) == "planted")
     }
 
+    /// What goes into Janus's configuration is checked or escaped: an
+    /// address that is not IPv4 is one line and exit 1 (it cannot smuggle a
+    /// setting in), and a `$TMPDIR` with `"` and `\` in its name works.
+    @Test func janusConfigurationTakesOnlyWhatItCanWriteSafely() throws {
+        let injected = run(Paths.executable("frame-relay"), ["janus", "--address", "127.0.0.1\", interface = \"lo", "--port", "18189"])
+        #expect(injected.status == 1 && injected.stderr.contains("is not an IPv4 address"), "\(injected.stderr)")
+        let name = run(Paths.executable("frame-relay"), ["janus", "--address", "localhost", "--port", "18189"])
+        #expect(name.status == 1 && name.stderr == "frame-relay: error: Janus's address \"localhost\" is not an IPv4 address (127.0.0.1, or 0.0.0.0 for every one)\n",
+                "\(name.stderr)")
+
+        let odd = Paths.temporaryDirectory().appendingPathComponent("a \"quoted\" \\ folder")
+        try FileManager.default.createDirectory(at: odd, withIntermediateDirectories: false)
+        let janus = Spawned(Paths.executable("frame-relay"), ["janus"], environment: ["TMPDIR": odd.path])
+        #expect(janus.waitForLog("Ctrl-C"), "\(janus.stderr)")
+        janus.signal(SIGINT)
+        #expect(janus.wait() == 0, "\(janus.stderr)")
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: odd.path)) ?? ["?"]).isEmpty)
+    }
+
     /// scripts/with-janus stopped with SIGTERM ends its command, what the
     /// command started, and Janus, and exits at once.
     @Test func withJanusStoppedEndsItsCommandAndJanus() throws {

@@ -157,7 +157,8 @@ import Testing
     }
 
     /// scripts/with-janus stopped with SIGTERM ends its command, what the
-    /// command started, and Janus, and exits at once.
+    /// command started, and Janus, and exits at once; a command that ignores
+    /// SIGTERM is killed 5 s later.
     @Test func withJanusStoppedEndsItsCommandAndJanus() throws {
         let marker = "62.\(Int.random(in: 100...999))"
         let debug = URL(fileURLWithPath: Paths.executable("frame-relay")).deletingLastPathComponent().path
@@ -173,6 +174,14 @@ import Testing
         #expect(!wrapped.stdout.contains("never"))
         #expect(run("/usr/bin/pgrep", ["-f", "sleep \(marker)"]).stdout.isEmpty, "the command's child ran on")
         for pid in janus.split(separator: "\n").compactMap({ Int32($0) }) { #expect(kill(pid, 0) != 0, "frame-relay janus (pid \(pid)) ran on") }
+
+        // A command that ignores SIGTERM (and its child, which inherits that) gets SIGKILL 5 s later.
+        let stubborn = Spawned(Paths.root.appendingPathComponent("scripts/with-janus").path, ["bash", "-c", "trap '' TERM; sleep \(marker)"],
+                               environment: ["PATH": "\(debug):/usr/sbin:/usr/bin:/sbin:/bin"])
+        try #require(stubborn.waitForLog("with-janus: Janus at"), "\(stubborn.stderr)")
+        stubborn.signal(SIGTERM)
+        #expect(stubborn.wait(timeout: 10) == 137, "\(stubborn.stderr)")
+        #expect(run("/usr/bin/pgrep", ["-f", "sleep \(marker)"]).stdout.isEmpty, "the command ran on past SIGKILL")
     }
 
     /// Janus unreachable, Janus refusing (a mountpoint id taken by another

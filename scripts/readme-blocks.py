@@ -2,6 +2,7 @@
 
 Usage: python3 scripts/readme-blocks.py FILE NAME > blocks.sh
 Each command is echoed before it runs; a block must leave nothing running.
+A command is one line (or lines joined by a trailing backslash); here-documents are not read.
 """
 import shlex
 import sys
@@ -70,7 +71,8 @@ while i < len(lines):
         out.append(f"left_running {shlex.quote(f'{name} block {block}')}")
     elif inside:
         command = line
-        while command.endswith("\\") and i + 1 < len(lines):
+        # A line ends in a continuation when it ends in an odd number of backslashes (`\\\\` is a backslash).
+        while (len(command) - len(command.rstrip("\\"))) % 2 == 1 and i + 1 < len(lines):
             i += 1
             command = command[:-1] + " " + lines[i].strip()
         text = command.strip()

@@ -11,6 +11,11 @@ swift build -c release >&2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 xz -dc ../shared/clips/desktop-720p30.y4m.xz > "$work/clip.y4m"
+# Something takes the RTP on 127.0.0.1:5600 (and drops it), so the host sends as to a real receiver, not into ECONNREFUSED.
+python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 5600))
+while True: s.recv(65536)' & sink=$!
+trap 'kill $sink 2>/dev/null; rm -rf "$work"' EXIT
+for _ in $(seq 50); do ss -Hlun 'sport = :5600' | grep -q . && break; sleep 0.1; done
 for round in $(seq "${1:-2}"); do
   for threads in 1 2; do
     group=group.bench.framerelay.threads$threads

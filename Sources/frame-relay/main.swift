@@ -48,13 +48,4 @@ func runCommand() throws -> Int32 {
 Signals.resetInherited()
 for stop in [SIGINT, SIGTERM, SIGHUP] { signal(stop) { _ in stopSignals.wrappingAdd(1, ordering: .relaxed) } }
 signal(SIGPIPE, SIG_IGN)
-do {
-    exit(try runCommand())
-} catch let help as HelpRequested {
-    print(help.text)
-    exit(0)
-} catch {
-    // What was given (an option's value, a file's name) may hold control characters: written out, never sent to the terminal.
-    log("error: \(PeerText.quoted("\(error)", limit: 2000))")
-    exit(1)
-}
+runAndExit("frame-relay", runCommand)

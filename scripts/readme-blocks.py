@@ -71,7 +71,7 @@ while i < len(lines):
         out.append(f"left_running {shlex.quote(f'{name} block {block}')}")
     elif inside:
         command = line
-        # A line ends in a continuation when it ends in an odd number of backslashes (`\\\\` is a backslash).
+        # A line continues on the next when it ends in an odd number of backslashes (two are one escaped backslash).
         while (len(command) - len(command.rstrip("\\"))) % 2 == 1 and i + 1 < len(lines):
             i += 1
             command = command[:-1] + " " + lines[i].strip()

@@ -82,8 +82,7 @@ final class JanusServer {
 
     /// Ends Janus (SIGTERM, then SIGKILL after 3 s) and removes its folder.
     public func stop() {
-        if watchdog.processIdentifier != 0, watchdog.isRunning { kill(watchdog.processIdentifier, SIGKILL) }
-        if watchdog.processIdentifier != 0 { watchdog.waitUntilExit() }
+        watchdog.end()
         lifeline = nil
         process.end()
         try? FileManager.default.removeItem(at: directory)

@@ -76,7 +76,7 @@ public final class StatusLine {
     /// The fields come in one order from the first line on; before any frame
     /// is taken, a latency is "–" (none measured), never 0.
     public static func format(_ s: ShareStats, kbps: Double? = nil, width: Int = .max) -> String {
-        func ms(_ micros: Double) -> String { fixed(micros / 1000, micros < 10_000 ? 2 : 1) + " ms" }
+        func ms(_ micros: Double) -> String { s.taken == 0 ? "–" : fixed(micros / 1000, micros < 10_000 ? 2 : 1) + " ms" }
         func percentiles(_ latency: LatencySummary) -> String {
             s.taken == 0 ? "p50 – p99 –" : "p50 \(fixed(latency.p50 / 1000, 2)) p99 \(ms(latency.p99))"
         }
@@ -91,7 +91,7 @@ public final class StatusLine {
             // Skipped (nothing changed, not encoded) is apart from dropped (replaced in the ring before the host took it).
             fields += [
                 "capture→encoded \(percentiles(encoded.captureToEncoded))",
-                "taken \(s.taken)", "skipped \(encoded.skipped)", "encode p99 \(s.taken == 0 ? "–" : ms(encoded.encode.p99))",
+                "taken \(s.taken)", "skipped \(encoded.skipped)", "encode p99 \(ms(encoded.encode.p99))",
             ]
             if let kbps { fields.append("\(fixed(kbps, 0)) kbit/s") }
         } else {
@@ -100,7 +100,7 @@ public final class StatusLine {
         fields.append("invalid \(s.invalid)")
         if s.checksumsVerified > 0 { fields.append("checksums verified \(s.checksumsVerified)") }
         fields.append("capture→taken \(percentiles(s.captureToTaken))")
-        fields.append("hand-off p99 \(s.taken == 0 ? "–" : ms(s.handoff.p99))")
+        fields.append("hand-off p99 \(ms(s.handoff.p99))")
         var line = ""
         for field in fields {
             let next = line.isEmpty ? field : line + "  " + field

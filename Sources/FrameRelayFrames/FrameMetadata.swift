@@ -12,6 +12,9 @@
 /// earlier picture of the same size, format and orientation that this one
 /// equals outside the `changed` region (0: the producer does not say), so
 /// a host holding that picture converts and compares only the region.
+/// `pictureFrame` is the number of the frame that last changed what the
+/// screen shows, as its capturer knew it (nil: not said): the frame whose
+/// picture this one carries, and the number a synthetic screen stamps on it.
 public struct FrameMetadata: Sendable, Equatable {
     /// The largest width or height VP8 can code.
     public static let maxDimension = 16383
@@ -23,6 +26,7 @@ public struct FrameMetadata: Sendable, Equatable {
     public var picture: UInt64
     public var changedSince: UInt64
     public var changed: PixelRegion
+    public var pictureFrame: UInt64?
     public var width: Int
     public var height: Int
     public var format: PixelFormat
@@ -32,7 +36,7 @@ public struct FrameMetadata: Sendable, Equatable {
 
     public init(
         frameNumber: UInt64, captureTime: UInt64, publishTime: UInt64 = 0, checksum: UInt64 = 0, picture: UInt64 = 0,
-        changedSince: UInt64 = 0, changed: PixelRegion = PixelRegion(),
+        changedSince: UInt64 = 0, changed: PixelRegion = PixelRegion(), pictureFrame: UInt64? = nil,
         width: Int, height: Int, format: PixelFormat, orientation: Orientation,
         payloadSize: Int, planes: PlaneLayout
     ) {
@@ -43,6 +47,7 @@ public struct FrameMetadata: Sendable, Equatable {
         self.picture = picture
         self.changedSince = changedSince
         self.changed = changed
+        self.pictureFrame = pictureFrame
         self.width = width
         self.height = height
         self.format = format

@@ -77,12 +77,13 @@ final class AiortcViewers: LoadTestWatchers {
             while entry.process.isRunning, MonotonicClock.now() < deadline { usleep(20_000) }
             entry.process.end()
         }
-        // share name → frame number → capture time
+        // share name → the stamp a picture sent over RTP carries (the frame that last changed it) → its first capture time
         var captured: [String: [Int: Int]] = [:]
         for trace in traces {
             for line in ((try? String(contentsOf: trace, encoding: .utf8)) ?? "").split(separator: "\n") {
-                guard let record = try? JSONDecoder().decode(TraceLine.self, from: Data(line.utf8)) else { continue }
-                captured[record.share, default: [:]][record.frame] = record.captured
+                guard let record = try? JSONDecoder().decode(TraceLine.self, from: Data(line.utf8)), record.picture != nil else { continue }
+                let stamp = (record.shows ?? record.frame) & 0xFF_FFFF
+                captured[record.share, default: [:]][stamp] = min(record.captured, captured[record.share]?[stamp] ?? .max)
             }
         }
         return names.indices.map { share in
@@ -102,13 +103,21 @@ final class AiortcViewers: LoadTestWatchers {
                 let times = report.decoded
                 decoded.append(stamps.count)
                 first = max(first, report.firstFrameMs ?? 0)
+                // Lost: the pictures the host sent between the first and the last the viewer showed that it never showed
+                // (a screen that does not change every frame sends only some stamps; without the trace, every number between).
+                let sent = captured[names[share]] ?? [:]
                 if let low = stamps.min(), let high = stamps.max() {
-                    lost = max(lost, Double(high - low + 1 - Set(stamps).count) / Double(high - low + 1) * 100)
+                    let expected = sent.isEmpty ? Set(low...high) : Set(sent.keys.filter { (low...high).contains($0) })
+                    lost = max(lost, Double(expected.subtracting(stamps).count) / Double(max(1, expected.count)) * 100)
                 } else {
                     lost = 100
                 }
-                let frames = captured[names[share]] ?? [:]
-                for (stamp, time) in zip(stamps, times) { if let capture = frames[stamp] { latencies.append(Double(time - capture) / 1e6) } }
+                // Capture → the first decode of each picture.
+                var shown = Set<Int>()
+                for (stamp, time) in zip(report.stamps, times) {
+                    guard let stamp, shown.insert(stamp).inserted, let capture = sent[stamp] else { continue }
+                    latencies.append(Double(time - capture) / 1e6)
+                }
             }
             latencies.sort()
             func percentile(_ p: Double) -> Double { latencies.nearestRankPercentile(p * 100) }
@@ -126,7 +135,9 @@ final class AiortcViewers: LoadTestWatchers {
 private struct TraceLine: Decodable {
     let share: String
     let frame: Int
+    let shows: Int?
     let captured: Int
+    let picture: Int?
 }
 
 /// What scripts/webrtc-viewer reports: the stamp read from each decoded

@@ -64,6 +64,13 @@ import Testing
         #expect(sampler.processSample(buffer, frameNumber: 3, captureTime: 4, damage: .none) == .published(replacedUntaken: false))
         guard case .frame(let f3) = try nextFrameEvent(host) else { Issue.record("no frame 3"); return }
         #expect(f3.metadata.picture == f2.metadata.picture)
+        // Each frame names the frame that last changed its picture: the sample ignored while paused did.
+        #expect(f0.metadata.pictureFrame == 0 && f2.metadata.pictureFrame == 1 && f3.metadata.pictureFrame == 1,
+                "\(f0.metadata.pictureFrame as Any), \(f2.metadata.pictureFrame as Any), \(f3.metadata.pictureFrame as Any)")
+        #expect(sampler.processSample(buffer, frameNumber: 4, captureTime: 5, damage: .region(PixelRegion([PixelRect(x: 0, y: 0, width: 2, height: 2)])))
+                == .published(replacedUntaken: false))
+        guard case .frame(let f4) = try nextFrameEvent(host) else { Issue.record("no frame 4"); return }
+        #expect(f4.metadata.pictureFrame == 4)
     }
 
     @Test func aFrameSaysWhereItChangedSinceThePictureTheHostTook() throws {

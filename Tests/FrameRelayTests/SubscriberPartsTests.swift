@@ -7,7 +7,7 @@ import Testing
 
 /// The subscriber's parts on their own, against byte-exact vectors: STUN
 /// (RFC 5769's samples), the SDP it reads and writes, the frame tracker,
-/// NACK bookkeeping, freezes, and the impaired link.
+/// NACK bookkeeping, and the impaired link (freezes: FreezeRuleTests).
 @Suite struct SubscriberPartsTests {
     // MARK: - STUN
 
@@ -227,27 +227,6 @@ import Testing
         var feedback = RTCP.Feedback()
         bytes.withUnsafeBytes { RTCP.parse(UnsafeRawBufferPointer(rebasing: $0[..<length]), ssrc: 0xABCD, into: &feedback) }
         #expect(feedback.nacked == sequences)
-    }
-
-    // MARK: - Freezes
-
-    @Test func aFreezeIsAGapOverThreeMeanGapsAndOver150MillisecondsMore() {
-        var freezes = FreezeDetector()
-        var now: UInt64 = 0
-        for _ in 0..<10 {
-            now += 33_000_000
-            let froze = freezes.frame(at: now)
-            #expect(!froze)
-        }
-        now += 170_000_000  // under the mean + 150 ms
-        let under = freezes.frame(at: now)
-        #expect(!under)
-        now += 33_000_000
-        _ = freezes.frame(at: now)
-        now += 400_000_000
-        let froze = freezes.frame(at: now)
-        #expect(froze)
-        #expect(freezes.freezes == 1 && freezes.frozen == 400_000_000)
     }
 
     // MARK: - The impaired link

@@ -93,6 +93,37 @@ import Testing
         for viewer in groups[1].subscribers where viewer.decodes { #expect(viewer.framesDecoded == viewer.framesDecodable, "\(viewer)") }
     }
 
+    /// A content screen (typing, then still) through Janus, encoded as it
+    /// changes and encoded every frame: over a perfect link the viewers see
+    /// no freeze in the host's own silences and every picture is the one
+    /// the host sent (its stamp the frame that last changed it); over 2 %
+    /// loss the pictures are still right, and the waits for a keyframe the
+    /// link caused are freezes.
+    @Test(arguments: [false, true])
+    func aContentScreenFreezesOnlyWhereTheViewerMissedSomething(encodeEveryFrame: Bool) throws {
+        let run = inNamespace("""
+            $FR janus --address 10.200.0.1 --port 18188 > $D/janus.log 2>&1 & J=$!
+            \(waitFor("Ctrl-C", in: "$D/janus.log"))
+            $FR load-test --sessions 1 --janus \(Self.janus) --viewers 4 --viewer-link perfect --viewer-link loss=2%,delay=40ms --decode-every 1 \
+              --content mixed --size 640x360 --fps 15 --duration 16 \(encodeEveryFrame ? "--encode-every-frame" : "") --report $D/load.json --html $D/load.html
+            echo "load-test exit $?"
+            kill -INT $J; wait
+            """, timeout: 120)
+        #expect(run.output.contains("load-test exit 0"), "\(run.output.suffix(1500))")
+        let report = try JSONDecoder().decode(LoadTestReport.self, from: Data(contentsOf: URL(fileURLWithPath: run.directory + "/load.json")))
+        let groups = try #require(report.steps.first?.shares.first?.viewers?.groups, "\(run.output.suffix(1500))")
+        try #require(groups.count == 2, "\(groups)")
+        let (perfect, lossy) = (groups[0], groups[1])
+        for group in groups {
+            print("content screen\(encodeEveryFrame ? ", every frame encoded" : ""), \(group.link): \(group.freezes) freezes, \(group.keyframeWaits) keyframe waits (\(Int(group.keyframeWaitMs)) ms), "
+                + "\(group.picturesChecked) pictures checked (\(group.picturesWrong) wrong), lost \(group.lossPercent) %")
+        }
+        #expect(perfect.watching == 2 && perfect.freezes == 0 && perfect.picturesWrong == 0 && perfect.picturesChecked >= 150, "\(perfect)")
+        #expect(lossy.watching == 2 && lossy.picturesWrong == 0 && lossy.picturesChecked >= 50, "\(lossy)")
+        // A wait for a keyframe (a frame lost for good, then a PLI's round trip) keeps the picture for longer than 150 ms more than the host's gap.
+        #expect(lossy.keyframeWaits == 0 || lossy.freezes > 0, "\(lossy)")
+    }
+
     /// Janus's API behind a proxy that changes the DTLS fingerprint in its
     /// offer (a man in the middle): the viewer refuses the connection, says
     /// why in one line, exits 1, and leaves no viewer on the mountpoint.

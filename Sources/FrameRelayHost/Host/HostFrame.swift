@@ -15,6 +15,7 @@ public struct HostFrame {
         self.view = view
         timing = FrameTiming()
         timing.frame = view.metadata.frameNumber
+        timing.shows = view.metadata.pictureFrame
         timing.captured = view.metadata.captureTime
         timing.published = view.metadata.publishTime
         timing.taken = taken

@@ -3,6 +3,8 @@ import Synchronization
 /// Every stage time of one frame, on CLOCK_MONOTONIC (ns; 0: stage not run).
 public struct FrameTiming: Sendable, Codable, Equatable {
     public var frame: UInt64 = 0
+    /// The frame that last changed the picture it carries, as the producer said (nil: not said).
+    public var shows: UInt64?
     public var captured: UInt64 = 0
     public var published: UInt64 = 0
     public var taken: UInt64 = 0
@@ -15,7 +17,7 @@ public struct FrameTiming: Sendable, Codable, Equatable {
 
     /// One line of a `--trace` file (JSON, newline-terminated).
     public func jsonLine(share: String) -> String {
-        "{\"share\":\"\(share)\",\"frame\":\(frame),\"captured\":\(captured),\"published\":\(published),"
+        "{\"share\":\"\(share)\",\"frame\":\(frame),\(shows.map { "\"shows\":\($0)," } ?? "")\"captured\":\(captured),\"published\":\(published),"
             + "\"taken\":\(taken),\"converted\":\(converted),\"encoded\":\(encoded),\"sent\":\(sent)"
             + (pictureID.map { ",\"picture\":\($0)}\n" } ?? "}\n")
     }

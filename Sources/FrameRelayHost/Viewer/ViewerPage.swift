@@ -13,7 +13,43 @@
 /// link); `?playout=N` asks for N × 10 ms, `?playout=none` for none; `?relay=IP:VIEWER:JANUS` sends the
 /// media through `frame-relay link-relay` (an impaired link), pointing
 /// Janus's candidate at the relay's viewer side and ours at its Janus side.
+/// The page counts freezes by the subscriber's rule (``freezeRule``) from
+/// each frame's RTP timestamp and presentation time, and logs the count with
+/// `getStats()`' own.
 enum ViewerPage {
+    /// The subscriber's `FreezeDetector` in JavaScript, line for line (times
+    /// in ms): a freeze is a wait between two frames longer than the host's
+    /// gap between them (their RTP timestamps) by max(2 × the host's usual
+    /// gap, 150 ms). `FreezeRuleTests` runs it on the recorded sequences the
+    /// Swift type is tested on.
+    static let freezeRule = """
+        class FreezeDetector {
+          constructor() { this.hostGaps = new Array(30).fill(0); this.count = 0; this.last = null; this.freezes = 0; this.frozen = 0; }
+          // A frame with RTP timestamp `timestamp` (90 kHz) that the viewer got at `now` (ms); true when the wait before it was a freeze.
+          frame(now, timestamp) {
+            const last = this.last;
+            this.last = { arrival: now, timestamp: timestamp };
+            if (last === null) return false;
+            const viewerGap = now - last.arrival;
+            // A timestamp that went back (a new stream) says nothing of the host's gap.
+            const ticks = (timestamp - last.timestamp) | 0;
+            const hostGap = ticks > 0 ? ticks / 90 : 0;
+            const samples = Math.min(this.count, 30);
+            let sum = 0;
+            for (let i = 0; i < samples; i++) sum += this.hostGaps[i];
+            this.hostGaps[this.count % 30] = hostGap;
+            this.count++;
+            if (samples < 5 || viewerGap <= hostGap) return false;
+            const usual = Math.min(sum / samples, hostGap), excess = viewerGap - hostGap;
+            if (excess < Math.max(2 * usual, 150)) return false;
+            this.freezes++;
+            this.frozen += excess;
+            return true;
+          }
+        }
+        """
+
+
     static func html(shares: [String]) -> String {
         let options = shares.enumerated().map { "<option value=\"\($0.offset)\">\($0.element)</option>" }.joined()
         return """
@@ -48,6 +84,7 @@ enum ViewerPage {
         <canvas id="video" width="1280" height="720"></canvas>
         <video id="rtc" autoplay muted playsinline style="display:none; max-width:100%"></video>
         <script>
+        \(freezeRule)
         const params = new URLSearchParams(location.search);
         const share = Number(params.get('share') || 0);
         const stopAfter = Number(params.get('frames') || 0);
@@ -177,12 +214,17 @@ enum ViewerPage {
             const delay = Number(params.get('playout') || 0);
             await janus(base + '/' + handle, { janus: 'message', body: { request: 'configure', min_delay: delay, max_delay: delay } });
           }
+          // Freezes by the subscriber's rule (the host's own gaps are none), beside getStats()' freezeCount.
+          const freezes = new FreezeDetector();
           if (measure) setInterval(async () => {
             const stats = {};
             (await pc.getStats()).forEach(r => { if (r.type === 'inbound-rtp' && r.kind === 'video') Object.assign(stats, r); });
+            stats.freezesByHostGaps = freezes.freezes;
+            stats.freezesByHostGapsMs = Math.round(freezes.frozen);
             console.log('webrtc stats ' + JSON.stringify(stats));
           }, 5000);
           const onFrame = (now, metadata) => {
+            if (metadata.rtpTimestamp !== undefined) freezes.frame(metadata.presentationTime, metadata.rtpTimestamp);
             const stamp = readStamp(video, probe);
             // Each frame's stamp, then on the host's clock (ns): when it is shown, when it was handed to the compositor, and when its last packet came.
             if (measure && stamp !== null) console.log('webrtc shown ' + stamp + ' ' + [metadata.expectedDisplayTime, metadata.presentationTime, metadata.receiveTime]

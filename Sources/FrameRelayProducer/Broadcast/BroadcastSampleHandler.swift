@@ -39,6 +39,8 @@ open class BroadcastSampleHandler {
     /// the picture since the last one published: empty when they did not,
     /// nil when one changed it where its capturer could not say.
     private var unpublished: PixelRegion? = PixelRegion()
+    /// The last sample that changed the picture (published or not): the frame whose picture the next one carries.
+    private var pictureFrame: UInt64?
 
     public init(slotCapacity: Int) {
         self.slotCapacity = slotCapacity
@@ -68,11 +70,15 @@ open class BroadcastSampleHandler {
     ) -> SampleResult {
         // What this sample changed since the last one published, with those left out on the way.
         var region = unpublished
+        var changes = true
         switch damage {
-        case .none: break
-        case .region(let changed): region?.formUnion(changed)
+        case .none: changes = false
+        case .region(let changed):
+            region?.formUnion(changed)
+            changes = !changed.isEmpty
         case .unknown: region = nil
         }
+        if changes || pictureFrame == nil { pictureFrame = frameNumber }
         guard let ring, !isPaused else {
             unpublished = region
             return .ignored
@@ -90,7 +96,7 @@ open class BroadcastSampleHandler {
         do {
             let publication = try ring.publish(
                 buffer, frameNumber: frameNumber, captureTime: captureTime, orientation: orientation, checksum: checksums,
-                damage: region.map(Damage.within) ?? .unknown)
+                damage: region.map(Damage.within) ?? .unknown, pictureFrame: pictureFrame)
             unpublished = PixelRegion()
             lastPublishedCapture = captureTime
             if let reason = publication.ringRecreated { return .publishedToNewRing(reason) }

@@ -28,7 +28,7 @@
 /// publish sequence. The producer owns the third slot.
 public enum RingLayout {
     public static let magic: UInt64 = 0x3147_4E49_524D_5246  // "FRMRING1" little-endian
-    public static let version: UInt32 = 1
+    public static let version: UInt32 = 2
     public static let headerSize = 4096
     public static let slotCount = 3
     public static let maxSetupInfoBytes = 2048

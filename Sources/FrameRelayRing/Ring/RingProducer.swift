@@ -146,6 +146,8 @@ public final class RingProducer {
     /// against the last picture the host took (while the host has not taken
     /// the frame before, its region is carried into this one's), and a host
     /// holding that picture converts and compares only the region.
+    /// `pictureFrame`: the frame that last changed the picture, when the
+    /// caller knows (``FrameMetadata/pictureFrame``; nil: not said).
     ///
     /// Everything read back from the shared header is checked first: a
     /// ring that was corrupted, shrunk or unlinked by someone else is
@@ -153,7 +155,7 @@ public final class RingProducer {
     @discardableResult
     public func publish(
         _ buffer: PixelBuffer, frameNumber: UInt64, captureTime: UInt64,
-        orientation: Orientation = .up, checksum: Bool = false, damage: Damage = .unknown
+        orientation: Orientation = .up, checksum: Bool = false, damage: Damage = .unknown, pictureFrame: UInt64? = nil
     ) throws(RingError) -> Publication {
         let bytes = buffer.byteCount
         guard bytes <= slotCapacity else { throw .frameTooLarge(bytes: bytes, capacity: slotCapacity) }
@@ -195,7 +197,7 @@ public final class RingProducer {
             let sum = checksum ? FrameChecksum.of(UnsafeRawBufferPointer(start: payload, count: bytes)) : 0
             let metadata = FrameMetadata(
                 frameNumber: frameNumber, captureTime: captureTime, publishTime: MonotonicClock.now(), checksum: sum, picture: picture,
-                changedSince: changedSince, changed: region, width: buffer.width, height: buffer.height, format: buffer.format, orientation: orientation,
+                changedSince: changedSince, changed: region, pictureFrame: pictureFrame, width: buffer.width, height: buffer.height, format: buffer.format, orientation: orientation,
                 payloadSize: bytes, planes: buffer.layout)
             SlotHeader.store(metadata, to: slot)
             if segment.faults == 0, let replaced = publishSlot() {

@@ -1,7 +1,7 @@
 /// A frame's ``FrameMetadata`` as it is stored in front of its payload in
 /// a ring slot.
 ///
-/// ### Layout (128 bytes, little-endian, at the start of every slot)
+/// ### Layout (192 bytes, little-endian, at the start of every slot)
 /// ```
 ///   0  frameNumber   u64     48  planeCount   u32
 ///   8  captureTime   u64     52  payloadSize  u32
@@ -11,6 +11,8 @@
 ///  36  height        u32     88  changedSince  u64  (0: not said)
 ///  40  format        u32     96  changed       4 × (x, y, width, height) u16
 ///  44  orientation   u32         (a rectangle with no width or height: none)
+///                           128  pictureFrame  u64  (the frame number + 1; 0: not said)
+///                           136  reserved (56 bytes, not read: the payload starts 64-byte aligned)
 /// ```
 /// `format` and `orientation` are the raw values of ``PixelFormat`` and
 /// ``Orientation``. Each `changed` rectangle lies inside the picture, or
@@ -18,7 +20,7 @@
 import FrameRelayFrames
 
 public enum SlotHeader {
-    public static let byteCount = 128
+    public static let byteCount = 192
     /// Byte offsets of the fields.
     public enum Field {
         public static let frameNumber = 0
@@ -36,6 +38,7 @@ public enum SlotHeader {
         public static let picture = 80
         public static let changedSince = 88
         public static let changed = 96
+        public static let pictureFrame = 128
     }
 
     /// Writes `metadata` at `base` in the layout above.
@@ -47,6 +50,7 @@ public enum SlotHeader {
         base.storeBytes(of: m.checksum.littleEndian, toByteOffset: Field.checksum, as: UInt64.self)
         base.storeBytes(of: m.picture.littleEndian, toByteOffset: Field.picture, as: UInt64.self)
         base.storeBytes(of: m.changedSince.littleEndian, toByteOffset: Field.changedSince, as: UInt64.self)
+        base.storeBytes(of: (m.pictureFrame.map { $0 &+ 1 } ?? 0).littleEndian, toByteOffset: Field.pictureFrame, as: UInt64.self)
         for i in 0..<PixelRegion.maxRects {
             let r = i < m.changed.count ? m.changed[i] : .empty
             func u16(_ k: Int, _ value: Int) {
@@ -102,6 +106,8 @@ public enum SlotHeader {
             width: width, height: height, format: format, orientation: orientation, payloadSize: payloadSize,
             planes: PlaneLayout()
         )
+        let pictureFrame = u64(Field.pictureFrame)
+        metadata.pictureFrame = pictureFrame == 0 ? nil : pictureFrame - 1
         metadata.changedSince = u64(Field.changedSince)
         if metadata.changedSince != 0 {
             func u16(_ offset: Int) -> Int { Int(UInt16(littleEndian: base.loadUnaligned(fromByteOffset: offset, as: UInt16.self))) }

@@ -87,7 +87,7 @@ package final class StreamFollower {
                     keyframeWaitStarted = nil
                 }
                 if let picture = frame.pictureID, frames.count < frames.capacity { frames.append((picture, at)) }
-                _ = freezes.frame(at: at)
+                _ = freezes.frame(at: at, timestamp: frame.timestamp)
                 decoder?.decode(frame, now: at)
             case .keyframeWait:
                 keyframeWaitStarted = now

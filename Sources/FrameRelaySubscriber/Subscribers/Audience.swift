@@ -216,7 +216,7 @@ public final class Audience {
                 for (picture, stamp, at) in member.stream.stamps {
                     // A frame the trace does not hold yet (the host writes it a few times a second) is not checked.
                     guard let sent = trace.frame(of: group.share, picture: picture, before: at) else { continue }
-                    if sent.frame & 0xFF_FFFF == stamp { result.picturesMatched += 1 } else { result.picturesMismatched += 1 }
+                    if sent.stamp == stamp { result.picturesMatched += 1 } else { result.picturesMismatched += 1 }
                 }
             }
         }

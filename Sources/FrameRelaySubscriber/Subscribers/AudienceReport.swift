@@ -40,7 +40,7 @@ public struct AudienceReport: Codable, Sendable {
         public var firstFrameMaxMs: Double?
         /// Freezes per viewer-minute, and keyframe waits.
         public var freezesPerMinute = 0.0
-        /// Decoded pictures whose stamp is the frame the host sent with that PictureID, and those that are not.
+        /// Decoded pictures whose stamp is the frame that last changed the picture the host sent with that PictureID, and those whose stamp is not.
         public var picturesMatched: UInt64 = 0
         public var picturesMismatched: UInt64 = 0
         public var subscribers: [SubscriberStats] = []

@@ -1,7 +1,7 @@
 import FoundationEssentials
 
 /// The frames a host sent, from its `--trace` (JSON lines with `share`,
-/// `frame`, `captured` and, for frames sent over RTP, `picture`): what a
+/// `frame`, `shows`, `captured` and, for frames sent over RTP, `picture`): what a
 /// subscriber behind Janus needs to turn a PictureID back into the frame
 /// and its capture time. Janus 1.1 rewrites each viewer's sequence numbers
 /// and timestamps (from where it joined) and sends Sender Reports of its
@@ -9,7 +9,13 @@ import FoundationEssentials
 public struct HostTrace: Sendable {
     public struct Sent: Sendable, Equatable {
         public var frame: UInt64
+        /// The frame that last changed its picture (nil: the producer did not say).
+        public var shows: UInt64?
         public var captured: UInt64
+
+        /// The frame number a decoded picture's stamp must read: the frame that
+        /// last changed it, which is the frame itself on a screen that changes every frame.
+        public var stamp: UInt64 { (shows ?? frame) & 0xFF_FFFF }
     }
 
     /// Per share, per PictureID: every frame sent with it, oldest first (a 15-bit PictureID wraps after 32,768 frames).
@@ -19,7 +25,7 @@ public struct HostTrace: Sendable {
 
     /// Reads the traces at `paths`; throws naming a file that cannot be read or a malformed line.
     public init(paths: [String]) throws(HostTraceError) {
-        struct Line: Decodable { var share: String; var frame: UInt64; var captured: UInt64; var picture: UInt16? }
+        struct Line: Decodable { var share: String; var frame: UInt64; var shows: UInt64?; var captured: UInt64; var picture: UInt16? }
         let decoder = JSONDecoder()
         for path in paths {
             guard let data = FileManager.default.contents(atPath: path) else { throw HostTraceError(path: path, reason: "cannot be read") }
@@ -31,7 +37,7 @@ public struct HostTrace: Sendable {
                     throw HostTraceError(path: path, reason: "line \(index + 1) is not a trace record")
                 }
                 guard let picture = entry.picture else { continue }
-                sent[entry.share, default: [:]][picture, default: []].append(Sent(frame: entry.frame, captured: entry.captured))
+                sent[entry.share, default: [:]][picture, default: []].append(Sent(frame: entry.frame, shows: entry.shows, captured: entry.captured))
             }
         }
         for share in sent.keys {

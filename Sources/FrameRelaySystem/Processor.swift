@@ -22,13 +22,24 @@ public enum Processor {
     /// CPU seconds (user + system) process `pid` has used, from /proc; 0
     /// when it cannot be read (the process is gone).
     public static func cpuSeconds(ofProcess pid: Int32) -> Double {
-        guard let file = try? FileDescriptor.open("/proc/\(pid)/stat", O_RDONLY) else { return 0 }
-        var bytes = [UInt8](repeating: 0, count: 4096)
-        guard let count = try? bytes.withUnsafeMutableBytes({ buffer throws(SystemError) in try file.read(into: buffer, at: 0) }) else { return 0 }
-        let text = String(decoding: bytes.prefix(count), as: UTF8.self)
-        guard let close = text.lastIndex(of: ")") else { return 0 }
-        let fields = text[text.index(after: close)...].split(separator: " ")
-        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        guard let fields = statFields(pid), fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// Whether process `pid` is stopped (SIGSTOP, SIGTSTP, or a debugger's
+    /// trace stop), from /proc; false when it cannot be read.
+    public static func isStopped(_ pid: Int32) -> Bool {
+        guard let state = statFields(pid)?.first else { return false }
+        return state == "T" || state == "t"
+    }
+
+    /// The fields of `/proc/PID/stat` after the command name (its state first), or nil.
+    private static func statFields(_ pid: Int32) -> [Substring]? {
+        guard let file = try? FileDescriptor.open("/proc/\(pid)/stat", O_RDONLY) else { return nil }
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        guard let count = try? bytes.withUnsafeMutableBytes({ buffer throws(SystemError) in try file.read(into: buffer, at: 0) }) else { return nil }
+        let text = String(decoding: bytes.prefix(count), as: UTF8.self)
+        guard let close = text.lastIndex(of: ")") else { return nil }
+        return text[text.index(after: close)...].split(separator: " ")
     }
 }

@@ -107,10 +107,7 @@ struct BroadcastSim: ParsableCommand {
     func run() throws -> Int32 {
         let s = self
         Signals.resetInherited()
-        signal(SIGUSR1) { _ in pauseToggles.wrappingAdd(1, ordering: .relaxed) }
-        // A closed terminal (SIGHUP) ends the broadcast as Ctrl-C does; a closed stderr pipe is no reason to die.
-        for stop in [SIGINT, SIGTERM, SIGHUP] { signal(stop) { _ in stopSignals.wrappingAdd(1, ordering: .relaxed) } }
-        signal(SIGPIPE, SIG_IGN)
+        Signals.installHandlers(pause: true)
         if s.exitWithParent, try !Signals.stopWithParent() { return 1 }
 
         var width = s.width, height = s.height, format = s.format, orientation = s.orientation
@@ -149,12 +146,12 @@ struct BroadcastSim: ParsableCommand {
         var lastRingFailure: String?
 
         loop: while true {
-            if stopSignals.load(ordering: .relaxed) > 0 { stopReason = "signal"; break }
+            if Signals.stops.load(ordering: .relaxed) > 0 { stopReason = "signal"; break }
             let elapsed = Double(MonotonicClock.now() &- start) / 1e9
             if let duration = s.duration, elapsed >= duration { break }
             if let frames = s.frames, number >= frames { break }
             // Pause and resume: the schedule and SIGUSR1.
-            let toggles = pauseToggles.load(ordering: .relaxed)
+            let toggles = Signals.pauseToggles.load(ordering: .relaxed)
             var wantPaused = paused
             if toggles != seenToggles { seenToggles = toggles; wantPaused.toggle(); pausedUntil = nil }
             if let next = pauses.first, elapsed >= next.at { pauses.removeFirst(); wantPaused = true; pausedUntil = next.at + next.length }

@@ -1,13 +1,9 @@
 @preconcurrency import Glibc
 import FrameRelaySystem
 import FrameRelayTools
-import Synchronization
 
 /// broadcast-sim: a producer process that behaves like a ReplayKit broadcast
 /// upload extension and writes frames into the App Group's ring.
-
-let pauseToggles = Atomic<Int>(0)
-let stopSignals = Atomic<Int>(0)
 
 func log(_ message: String) {
     writeStandardError("broadcast-sim: \(message)\n")

@@ -50,15 +50,18 @@ func siblingExecutable(_ name: String) throws -> URL {
 extension Process {
     /// Ends the process: SIGTERM, then SIGKILL if it is still there after
     /// `grace` seconds (stopped with SIGSTOP, or ignoring SIGTERM), and waits for it.
-    func end(grace: Double = 3) {
-        guard processIdentifier != 0 else { return }
-        if isRunning {
-            terminate()
-            let deadline = MonotonicClock.now() + UInt64(grace * 1e9)
-            while isRunning, MonotonicClock.now() < deadline { usleep(10_000) }
-            if isRunning { kill(processIdentifier, SIGKILL) }
-        }
-        waitUntilExit()
+    func end(grace: Double = 3) { Self.end([self], grace: grace) }
+
+    /// Ends every process started of `processes` at once: SIGTERM to each,
+    /// then SIGKILL to those still there after `grace` seconds, and waits for
+    /// them all; `grace` bounds the whole, however many are stopped.
+    static func end(_ processes: [Process], grace: Double = 3) {
+        let started = processes.filter { $0.processIdentifier != 0 }
+        for process in started where process.isRunning { process.terminate() }
+        let deadline = MonotonicClock.now() + UInt64(grace * 1e9)
+        while started.contains(where: \.isRunning), MonotonicClock.now() < deadline { usleep(10_000) }
+        for process in started where process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        for process in started { process.waitUntilExit() }
     }
 
     /// How it ended, in words: "exit status N" or "killed by signal N".

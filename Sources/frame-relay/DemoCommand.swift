@@ -85,7 +85,7 @@ struct Demo: ParsableCommand {
         // The producer starts once the viewer's port and the RTP socket are bound, so a taken port fails first.
         let status = try Host(settings, log: log).run(shouldStop: {
             producerEnded = !producer.isRunning
-            return stopSignals.load(ordering: .relaxed) > 0 || producerEnded
+            return Signals.stops.load(ordering: .relaxed) > 0 || producerEnded
         }, onReady: {
             try producer.run()
             log("demo: broadcast-sim (pid \(producer.processIdentifier)) → \(group) → host; Ctrl-C to stop")

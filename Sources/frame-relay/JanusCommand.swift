@@ -16,7 +16,7 @@ struct JanusCommand: ParsableCommand {
         let janus = try JanusServer(address: address, port: port)
         defer { janus.stop() }
         log("janus: \(janus.place) (pid \(janus.pid)); Ctrl-C to stop")
-        while stopSignals.load(ordering: .relaxed) == 0 {
+        while Signals.stops.load(ordering: .relaxed) == 0 {
             MonotonicClock.sleep(nanoseconds: 100_000_000)
             guard janus.isRunning else {
                 log("error: Janus (pid \(janus.pid)) exited")

@@ -19,7 +19,7 @@ struct LinkRelayCommand: ParsableCommand {
         let relay = try LinkRelay(address: address, conditions: link)
         log("link-relay: viewer side \(address):\(relay.viewerPort), Janus side \(address):\(relay.janusPort) (\(link) link); Ctrl-C to stop   (page: ?relay=\(address):\(relay.viewerPort):\(relay.janusPort))")
         let end = duration.map { MonotonicClock.now() + UInt64($0 * 1e9) }
-        try relay.run { stopSignals.load(ordering: .relaxed) > 0 || end.map { MonotonicClock.now() >= $0 } ?? false }
+        try relay.run { Signals.stops.load(ordering: .relaxed) > 0 || end.map { MonotonicClock.now() >= $0 } ?? false }
         let dropped = relay.dropped
         log("link-relay: passed \(relay.passedDown) datagrams to the viewer and \(relay.passedUp) to Janus, dropped \(relay.strangers) from strangers; the link dropped \(dropped.down) and \(dropped.up) at random, \(dropped.queue) for its rate")
         return 0

@@ -2,6 +2,7 @@
 import Foundation
 import FrameRelaySystem
 import FrameRelayFrames
+import FrameRelayRing
 import FrameRelayProducer
 import FrameRelayHost
 import FrameRelaySubscriber
@@ -14,6 +15,11 @@ struct LoadTest: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "frame-relay load-test", abstract: "many shares at once: frames, drops, fps, latency and CPU per share")
 
     @Option("sessions", "N", in: 1...256, help: "Concurrent shares (producer processes), or the ramp's upper bound with --ramp.") var sessions = 4
+    @Option("app-groups", "PREFIX", help: "The shares' App Groups are PREFIX.s0, PREFIX.s1, … (default: group.com.example.loadtest.pPID, this run's own, so that two load tests on one machine do not meet).",
+            transform: { prefix in
+                guard (try? AppGroup(prefix + ".s255")) != nil else { throw UsageError("invalid --app-groups \"\(prefix)\": PREFIX.s0 must be an App Group (group. and reverse-DNS labels)") }
+                return prefix
+            }) var appGroupPrefix = "group.com.example.loadtest.p\(getpid())"
     @Option("hosts", "K", in: 1...64, help: "Host processes the shares are dealt to (1: this process hosts them all).") var hosts = 1
     @Flag("ramp", help: "Find the largest number of shares that holds the objective (1, 2, 4, … then bisect).") var ramp
     @Option("retries", "N", in: 0...10, help: "With --ramp, run a step that failed up to N more times before it counts as failed (one stall of the machine should not end the search).") var retries = 1
@@ -87,7 +93,7 @@ struct LoadTest: ParsableCommand {
                                                                  decodeEvery: decodeEvery, script: viewerScript)
             let what = counted(count, "share") + (audience.map { " × " + counted($0.viewers, "\($0.kind) viewer") } ?? "")
             log("load-test: \(what) for \(fixed(duration, 0)) s…")
-            let result = try runStep(count, simulator: simulator, hosts: min(hosts, count), size: size, fps: fps, format: format, content: content, bitrate: bitrate,
+            let result = try runStep(count, groups: appGroupPrefix, simulator: simulator, hosts: min(hosts, count), size: size, fps: fps, format: format, content: content, bitrate: bitrate,
                                      encodeEveryFrame: encodeEveryFrame, duration: duration, report: results, watch: audience)
             // The figures judged first: those after the warm-up when the step had one, then the whole step's.
             let verdict = result.passed ? "held" : "did not hold"
@@ -112,7 +118,7 @@ struct LoadTest: ParsableCommand {
                 if attempt > 0 { log("load-test: \(counted(count, "share"))\(janus.isEmpty ? "" : " × " + counted(watchers, "viewer")) again (try \(attempt + 1) of \(retries + 1))…") }
                 let result = try step(count, watchers: watchers)
                 results.steps.append(result)
-                if result.passed || stopSignals.load(ordering: .relaxed) > 0 { return result.passed }
+                if result.passed || Signals.stops.load(ordering: .relaxed) > 0 { return result.passed }
             }
             return false
         }
@@ -123,11 +129,11 @@ struct LoadTest: ParsableCommand {
             var n = 1
             while n <= bound {
                 let held = try holds(n)
-                if stopSignals.load(ordering: .relaxed) > 0 { break }
+                if Signals.stops.load(ordering: .relaxed) > 0 { break }
                 if held { passed = n } else { failed = n; break }
                 n = n == bound ? bound + 1 : min(n * 2, bound)
             }
-            while let fail = failed, fail - passed > 1, stopSignals.load(ordering: .relaxed) == 0 {
+            while let fail = failed, fail - passed > 1, Signals.stops.load(ordering: .relaxed) == 0 {
                 let middle = (passed + fail) / 2
                 if try holds(middle) { passed = middle } else { failed = middle }
             }

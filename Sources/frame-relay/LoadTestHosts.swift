@@ -27,7 +27,7 @@ func hostShares(
         settings.janus = janus.compactMap { HTTPClient.URL($0).map { JanusStreaming(url: $0) } }
         settings.tracePath = trace(0)?.path
         let ended = Locked(false)
-        _ = try Host(settings, log: log).run(shouldStop: { stopSignals.load(ordering: .relaxed) > 0 || ended.withLock { $0 } }, onReady: onReady, onTick: { snapshots in
+        _ = try Host(settings, log: log).run(shouldStop: { Signals.stops.load(ordering: .relaxed) > 0 || ended.withLock { $0 } }, onReady: onReady, onTick: { snapshots in
             finals = snapshots
             if onTick(snapshots) { ended.withLock { $0 = true } }
         })
@@ -39,10 +39,8 @@ func hostShares(
     let threads = encoding.settings.threads ?? VP8Settings.threadCount(width: size.width, height: size.height, cores: cores, concurrentEncoders: groups.count)
     let shares = (0..<hosts).map { host in Array(stride(from: host, to: groups.count, by: hosts)) }
     var children: [(process: Process, port: Int, report: URL, log: URL)] = []
-    defer {
-        for child in children where child.process.isRunning { kill(child.process.processIdentifier, SIGTERM) }
-        for child in children { child.process.waitUntilExit() }
-    }
+    // However the step ends: SIGTERM, and SIGKILL 3 s later for a host that is stopped or does not end.
+    defer { Process.end(children.map(\.process)) }
     for (host, members) in shares.enumerated() {
         let port: Int
         do {
@@ -67,41 +65,54 @@ func hostShares(
         try process.run()
         children.append((process, port, report, log))
     }
-    /// A host that stopped before its time: its own words.
-    func failure(_ host: Int) -> UsageError {
-        let words = (try? String(contentsOf: children[host].log, encoding: .utf8))?.split(separator: "\n").last.map { PeerText.quoted($0) }
-        return UsageError("load-test host \(host + 1) of \(hosts) stopped: " + (words ?? "exit status \(children[host].process.terminationStatus)"))
+    /// A host that did not do its part, in true words: `what` it did, or how
+    /// it ended (a signal; an exit status, with its own last line).
+    func failure(_ host: Int, _ what: String? = nil) -> UsageError {
+        let process = children[host].process
+        let name = "load-test host \(host + 1) of \(hosts) (pid \(process.processIdentifier))"
+        if let what { return UsageError("\(name) \(what)") }
+        let words = process.terminationReason == .exit && process.terminationStatus != 0
+            ? (try? String(contentsOf: children[host].log, encoding: .utf8))?.split(separator: "\n").last.map { ": " + PeerText.quoted($0) } : nil
+        return UsageError("\(name) ended (\(process.endedAs))" + (words ?? ""))
+    }
+    /// What stops a running host from answering, if it can be seen.
+    func stopped(_ host: Int) -> UsageError? {
+        Processor.isStopped(children[host].process.processIdentifier) ? failure(host, "was stopped (SIGSTOP): it ends the step") : nil
     }
     // Up when each one answers on its viewer port.
     let deadline = MonotonicClock.now() + 10_000_000_000
     for (host, child) in children.enumerated() {
-        while httpGet(port: child.port, path: "/stats.json") == nil {
-            guard child.process.isRunning, MonotonicClock.now() < deadline else {
-                if child.process.isRunning { kill(child.process.processIdentifier, SIGTERM); child.process.waitUntilExit() }
-                throw failure(host)
-            }
+        while httpGet(port: child.port, path: "/stats.json", timeout: 1) == nil {
+            guard child.process.isRunning else { throw failure(host) }
+            if let stopped = stopped(host) { throw stopped }
+            guard MonotonicClock.now() < deadline else { throw failure(host, "did not answer on its viewer port within 10 s") }
+            guard Signals.stops.load(ordering: .relaxed) == 0 else { throw UsageError("load-test: stopped before every host was up") }
             MonotonicClock.sleep(nanoseconds: 20_000_000)
         }
     }
     try onReady()
     let end = MonotonicClock.now() + UInt64(duration * 1e9)
     var latest = groups.map { ShareStats(appGroup: $0.name) }
-    while MonotonicClock.now() < end, stopSignals.load(ordering: .relaxed) == 0 {
+    // A host that ends, is stopped, or does not answer for 5 s ends the step with a line saying which.
+    var answered = children.map { _ in MonotonicClock.now() }
+    while MonotonicClock.now() < end, Signals.stops.load(ordering: .relaxed) == 0 {
         MonotonicClock.sleep(nanoseconds: min(1_000_000_000, end &- MonotonicClock.now()))
         for (host, child) in children.enumerated() {
-            guard let body = httpGet(port: child.port, path: "/stats.json"), let stats = try? JSONDecoder().decode([ShareStats].self, from: body) else {
-                if !child.process.isRunning, child.process.terminationStatus != 0 { throw failure(host) }
+            guard child.process.isRunning else { throw failure(host) }
+            if let stopped = stopped(host) { throw stopped }
+            guard let body = httpGet(port: child.port, path: "/stats.json", timeout: 1), let stats = try? JSONDecoder().decode([ShareStats].self, from: body) else {
+                if MonotonicClock.now() &- answered[host] > 5_000_000_000 { throw failure(host, "did not answer for 5 s") }
                 continue
             }
+            answered[host] = MonotonicClock.now()
             for (member, share) in zip(shares[host], stats) { latest[member] = share }
         }
         if onTick(latest) { break }
     }
-    // Stopped as by Ctrl-C, each host writes its report.
-    for child in children { kill(child.process.processIdentifier, SIGTERM) }
+    // Stopped as by Ctrl-C, each host writes its report (SIGKILL 3 s later for one that does not end).
+    Process.end(children.map(\.process))
     for (host, child) in children.enumerated() {
-        child.process.waitUntilExit()
-        guard child.process.terminationStatus == 0, let data = FileManager.default.contents(atPath: child.report.path),
+        guard child.process.terminationReason == .exit, child.process.terminationStatus == 0, let data = FileManager.default.contents(atPath: child.report.path),
             let stats = try? JSONDecoder().decode([ShareStats].self, from: data)
         else { throw failure(host) }
         for (member, share) in zip(shares[host], stats) { latest[member] = share }
@@ -110,7 +121,7 @@ func hostShares(
 }
 
 /// The body of `GET path` from a host's viewer on the loopback, or nil.
-func httpGet(port: Int, path: String) -> Data? {
-    guard let response = try? HTTPClient.request("GET", HTTPClient.URL("http://127.0.0.1:\(port)\(path)")!, timeout: 2), response.status == 200 else { return nil }
+func httpGet(port: Int, path: String, timeout: Double = 2) -> Data? {
+    guard let response = try? HTTPClient.request("GET", HTTPClient.URL("http://127.0.0.1:\(port)\(path)")!, timeout: timeout), response.status == 200 else { return nil }
     return Data(response.body)
 }

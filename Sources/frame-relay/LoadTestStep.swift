@@ -31,9 +31,14 @@ func janusProcesses() -> [Int32] {
     }
 }
 
+/// The App Groups of a step's shares: `PREFIX.s0`, `PREFIX.s1`, …
+func loadTestGroups(_ prefix: String, count: Int) throws -> [AppGroup] {
+    try (0..<count).map { try AppGroup("\(prefix).s\($0)") }
+}
+
 func runStep(
-    _ count: Int, simulator: URL, hosts: Int, size: (width: Int, height: Int), fps: Int, format: PixelFormat, content: String = "pattern", bitrate: Int,
-    encodeEveryFrame: Bool = false, duration: Double, report: LoadTestReport, watch: LoadTestAudience? = nil
+    _ count: Int, groups groupPrefix: String, simulator: URL, hosts: Int, size: (width: Int, height: Int), fps: Int, format: PixelFormat, content: String = "pattern",
+    bitrate: Int, encodeEveryFrame: Bool = false, duration: Double, report: LoadTestReport, watch: LoadTestAudience? = nil
 ) throws -> LoadTestReport.Step {
     let work = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("frame-relay-step-\(getpid())-\(count)-\(UInt32.random(in: 0...UInt32.max))")
     try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
@@ -51,7 +56,7 @@ func runStep(
     let janus = watch == nil ? [] : janusProcesses()
     var watchingFrom: (time: UInt64, janus: Double, viewers: Double)?
     var watchingLast: (time: UInt64, janus: Double, viewers: Double)?
-    let groups = try (0..<count).map { try AppGroup("group.com.example.loadtest.s\($0)") }
+    let groups = try loadTestGroups(groupPrefix, count: count)
     var encoding = SharePipeline.Options()
     encoding.settings.bitrateKbps = bitrate
     encoding.settings.frameRate = fps
@@ -80,7 +85,11 @@ func runStep(
         start = MonotonicClock.now()
         launcher.start(at: start)
     }
-    defer { launcher.stop() }
+    defer {
+        launcher.stop()
+        // A producer killed (stopped, then SIGKILL) could not remove its ring: its segment goes with the step.
+        for group in groups { RingProducer.removeStale(group) }
+    }
     var timeline: [LoadTestReport.Sample] = []
     var finals: [ShareStats] = []
     var nextSample = 1.0
@@ -88,17 +97,19 @@ func runStep(
     // Each share as it stood at the end of its warm-up: what came after is what the objective judges.
     let warmUp = UInt64(report.objective.warmUpSeconds * 1e9)
     var baselines: [ShareStats?] = Array(repeating: nil, count: count)
+    // Why a producer sent too few frames, where it can be seen: its process was stopped.
+    var producersStopped = Set<Int>()
     var viewerError: Error?
-    // A producer that stops during the step (it cannot open its App Group's
-    // ring, it crashed) ends the step at once: the step measures nothing.
-    var producerStopped: (index: Int, status: Int32)?
+    // A producer that ends during the step (it cannot open its App Group's
+    // ring, it crashed, it was killed) ends the step at once: the step measures nothing.
+    var producerEnded: (index: Int, process: Process)?
     let traces: [URL]
     (finals, traces) = try hostShares(groups, size: size, encoding: encoding, hosts: hosts, duration: duration, janus: watch?.janus ?? [], traces: hostTraces, work: work, onReady: startProducers, onTick: { snapshots in
         let now = MonotonicClock.now()
         let elapsed = Double(now - start) / 1e9
         let starts = launcher.startTimes
         if warmUp > 0 {
-            for (index, share) in snapshots.enumerated() where baselines[index] == nil && starts[index] != 0 && now >= starts[index] + warmUp {
+            for (index, share) in snapshots.enumerated() where baselines[index] == nil && starts[index] != 0 && share.publishedAt >= starts[index] + warmUp {
                 baselines[index] = share
             }
         }
@@ -118,12 +129,15 @@ func runStep(
                 p99Milliseconds: snapshots.map { share in share.recentCaptureToEncoded.flatMap { $0.count > 0 ? $0.p99 / 1000 : nil } }))
             producerCPU = launcher.pids.map { $0 == 0 ? 0 : Processor.cpuSeconds(ofProcess: $0) }
         }
-        producerStopped = launcher.stopped()
-        return producerStopped != nil
+        for (index, pid) in launcher.pids.enumerated() where pid != 0 && Processor.isStopped(pid) { producersStopped.insert(index) }
+        producerEnded = launcher.ended()
+        return producerEnded != nil
     })
-    if let (index, status) = producerStopped {
-        let words = (try? String(contentsOf: producerLogs[index], encoding: .utf8))?.split(separator: "\n").last.map { PeerText.quoted($0) }
-        throw UsageError("load-test: the producer of share \(index + 1) (\(groups[index].name)) stopped during the step: " + (words ?? "exit status \(status)"))
+    if let (index, process) = producerEnded {
+        // Its own last words when it exited with an error, else how it ended (a signal).
+        let words = process.terminationReason == .exit && process.terminationStatus != 0
+            ? (try? String(contentsOf: producerLogs[index], encoding: .utf8))?.split(separator: "\n").last.map { PeerText.quoted($0) } : nil
+        throw UsageError("load-test: the producer of share \(index + 1) (\(groups[index].name)) ended during the step: " + (words ?? process.endedAs))
     }
     let end = MonotonicClock.now()
     let seconds = Double(end - start) / 1e9
@@ -140,13 +154,21 @@ func runStep(
         let seconds = max(1e6, Double(end) - Double(startedAt)) / 1e9  // this share's own time
         let written = share.totalWritten
         let dropped = share.totalDropped
-        return LoadTestReport.Share(
+        var result = LoadTestReport.Share(
             appGroup: share.appGroup, framesIn: written, framesOut: share.encoded?.frames ?? 0, framesSkipped: share.encoded?.skipped ?? 0,
             dropPercent: written == 0 ? 100 : Double(dropped) / Double(written) * 100,
             fps: Double((share.encoded?.frames ?? 0) + (share.encoded?.skipped ?? 0)) / seconds,
             p50Milliseconds: (share.encoded?.captureToEncoded.p50 ?? 0) / 1000, p99Milliseconds: (share.encoded?.captureToEncoded.p99 ?? 0) / 1000,
             hostCPUPercent: share.cpuSeconds / seconds * 100, producerCPUPercent: cpu / seconds * 100, latency: share.encoded?.captureToEncodedBins ?? [],
             viewers: watched[index], startedAfter: Double(startedAt - started[0]) / 1e9, steady: baselines[index].flatMap { steady(share, since: $0) })
+        // The producer's own rate, from its first frame to the host's last figures.
+        if share.firstCaptured != 0 {
+            result.producerFramesPerSecond = Double(written) / max(1e-3, (Double(share.publishedAt) - Double(share.firstCaptured)) / 1e9)
+        } else if written == 0 {
+            result.producerFramesPerSecond = 0
+        }
+        if producersStopped.contains(index) { result.producerNote = "its process was stopped (SIGSTOP) during the step" }
+        return result
     }
     let framesIn = shares.map(\.framesIn).reduce(0, +), framesOut = shares.map(\.framesOut).reduce(0, +)
     let totalWritten = Double(framesIn)
@@ -183,16 +205,18 @@ private func bound(_ step: LoadTestReport.Step, cores: Int, kind: ViewerKind) ->
 }
 
 /// What a share did after `baseline`, the statistics it had at the end of
-/// its warm-up; nil when nothing came after it (a reading taken at the
-/// step's last moment), and the share is judged on all its frames.
+/// its warm-up; nil when less than a second came after it (a reading taken
+/// near the step's last moment), and the share is judged on all its frames.
 private func steady(_ share: ShareStats, since baseline: ShareStats) -> LoadTestReport.Steady? {
     let written = share.totalWritten - min(share.totalWritten, baseline.totalWritten)
-    guard written > 0 else { return nil }
+    let seconds = Double(share.publishedAt &- min(share.publishedAt, baseline.publishedAt)) / 1e9
+    // A producer that sent nothing for a second or more after the warm-up (stopped) is judged on that.
+    guard written > 0 || seconds >= 1 else { return nil }
     let dropped = share.totalDropped - min(share.totalDropped, baseline.totalDropped)
     let bins = LatencyBin.subtracting(baseline.encoded?.captureToEncodedBins ?? [], from: share.encoded?.captureToEncodedBins ?? [])
     // Nothing encoded after the warm-up (a still screen): no frame waited.
     let p99 = LatencyBin.percentile(99, of: bins) ?? 0
-    return LoadTestReport.Steady(framesIn: written, dropPercent: Double(dropped) / Double(written) * 100, p99Milliseconds: p99 / 1000)
+    return LoadTestReport.Steady(framesIn: written, dropPercent: written == 0 ? 0 : Double(dropped) / Double(written) * 100, p99Milliseconds: p99 / 1000, seconds: seconds)
 }
 
 /// Starts a step's producers one after the other, spread over a second, on
@@ -246,10 +270,10 @@ private final class StaggeredLaunch: @unchecked Sendable {
     /// The pids of the producers started so far (0: not yet).
     var pids: [Int32] { state.withLock { $0.pids } }
 
-    /// The first producer started that is no longer running, and its exit status.
-    func stopped() -> (index: Int, status: Int32)? {
+    /// The first producer started that is no longer running.
+    func ended() -> (index: Int, process: Process)? {
         for (index, pid) in pids.enumerated() where pid != 0 && !processes[index].isRunning {
-            return (index, processes[index].terminationStatus)
+            return (index, processes[index])
         }
         return nil
     }
@@ -265,11 +289,11 @@ private final class StaggeredLaunch: @unchecked Sendable {
         return started
     }
 
-    /// Stops every producer started, then lets the thread end.
+    /// Stops every producer started (SIGKILL 3 s after SIGTERM for one that
+    /// is stopped or does not end), then lets the thread end.
     func stop() {
         _ = try? waitUntilLaunched()
-        for process in processes where process.isRunning { process.terminate() }
-        for process in processes { process.end() }
+        Process.end(processes)
         if running { released.signal() }
     }
 }

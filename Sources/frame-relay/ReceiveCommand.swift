@@ -47,7 +47,7 @@ struct Receive: ParsableCommand {
         }
         let deadline = started + UInt64(duration * 1e9)
         receiver.run(until: deadline) {
-            if stopSignals.load(ordering: .relaxed) > 0 { return true }
+            if Signals.stops.load(ordering: .relaxed) > 0 { return true }
             if let frames, receiver.stats.framesDecoded >= frames { return true }
             if let idle, let last = receiver.lastPacketTime, MonotonicClock.now() &- last >= idle { return true }
             return false

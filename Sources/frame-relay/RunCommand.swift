@@ -126,7 +126,7 @@ struct Run: ParsableCommand {
 
     func run() throws -> Int32 {
         if exitWithParent, try !Signals.stopWithParent() { return 1 }
-        return try Host(host, log: log).run(shouldStop: { stopSignals.load(ordering: .relaxed) > 0 })
+        return try Host(host, log: log).run(shouldStop: { Signals.stops.load(ordering: .relaxed) > 0 })
     }
 }
 

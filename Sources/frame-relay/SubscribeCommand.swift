@@ -60,7 +60,7 @@ struct Subscribe: ParsableCommand {
     func run() throws -> Int32 {
         let groups = try groups()
         let audience = try Audience(groups: groups, log: log)
-        let result = try audience.run(seconds: duration, expectedFrameRate: fps, captures: captures) { stopSignals.load(ordering: .relaxed) > 0 }
+        let result = try audience.run(seconds: duration, expectedFrameRate: fps, captures: captures) { Signals.stops.load(ordering: .relaxed) > 0 }
         // A group that failed has said so in its one line.
         for group in result.groups where group.joined > 0 { log(Self.summary(group)) }
         if result.groups.contains(where: { $0.joined > 0 }) {

@@ -1,13 +1,10 @@
 @preconcurrency import Glibc
 import FrameRelaySystem
 import FrameRelayTools
-import Synchronization
 
 /// frame-relay: the host. It attaches to one or more App Groups' rings and
 /// takes every newest frame; each subcommand is one type (Run, Demo,
 /// Receive, LoadTest, JanusCommand) in its own file.
-
-let stopSignals = Atomic<Int>(0)
 
 /// The subcommands, as `frame-relay --help` and `frame-relay help` list them.
 let subcommandList = """
@@ -46,6 +43,5 @@ func runCommand() throws -> Int32 {
 }
 
 Signals.resetInherited()
-for stop in [SIGINT, SIGTERM, SIGHUP] { signal(stop) { _ in stopSignals.wrappingAdd(1, ordering: .relaxed) } }
-signal(SIGPIPE, SIG_IGN)
+Signals.installHandlers()
 runAndExit("frame-relay", runCommand)

@@ -194,6 +194,32 @@ import Testing
         #expect(!segmentExists(group))
     }
 
+    /// A stop signal ends either side cleanly whichever of its threads the
+    /// kernel hands it to (a host once trapped on SIGTERM caught by a share
+    /// thread: its handler was isolated to the main actor): SIGTERM sent to
+    /// every thread of the host but the main one (tgkill, through Python's ctypes).
+    @Test func aStopSignalCaughtByAnyThreadEndsEitherSideCleanly() throws {
+        let group = uniqueGroup("tgkill")
+        let dir = Paths.temporaryDirectory()
+        let report = dir.appendingPathComponent("host.json").path
+        let h = host([group], ["--report", report])
+        let p = producer(group, ["--fps", "30", "--size", "64x64", "--quiet"])
+        #expect(h.waitForLog("first-frame"))
+        for side in [p, h] {
+            // broadcast-sim has one thread: it gets the signal there.
+            let all = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(side.pid)/task")) ?? []).compactMap(Int32.init)
+            let threads = all.count == 1 ? all : all.filter { $0 != side.pid }
+            if side === h { try #require(all.count >= 2, "the host has \(all.count) thread") }
+            let sent = run("/usr/bin/python3", ["-c", "import ctypes, sys; libc = ctypes.CDLL(None)\nfor t in sys.argv[2:]: assert libc.tgkill(int(sys.argv[1]), int(t), 15) == 0",
+                                                "\(side.pid)"] + threads.map(String.init))
+            #expect(sent.status == 0, "\(sent.stderr)")
+            #expect(side.wait(timeout: 10) == 0, "\(String(side.stderr.suffix(800)))")
+            #expect(!side.stderr.contains("crashed"), "\(String(side.stderr.suffix(800)))")
+        }
+        #expect(FileManager.default.fileExists(atPath: report), "the host wrote no report")
+        #expect(!segmentExists(group))
+    }
+
     @Test func signalPausesAndResumesLive() throws {
         let group = uniqueGroup("sig")
         let h = host([group], [])

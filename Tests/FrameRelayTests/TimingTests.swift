@@ -65,14 +65,14 @@ import Testing
         // Another producer holds the first share's App Group, so that share's
         // broadcast-sim refuses to start: the 60 s step must end at once, with
         // the producer's own words, well inside this run's 30 s.
-        let holder = try RingProducer(appGroup: try AppGroup("group.com.example.loadtest.s0"),
-                                      slotCapacity: try PixelBuffer.capacity(width: 320, height: 240, format: .nv12))
+        let prefix = uniqueGroup("lt").name
+        let holder = try RingProducer(appGroup: try AppGroup(prefix + ".s0"), slotCapacity: try PixelBuffer.capacity(width: 320, height: 240, format: .nv12))
         defer { holder.finish() }
-        let result = run(Paths.executable("frame-relay"), ["load-test", "--sessions", "2", "--size", "320x240", "--fps", "15", "--duration", "60"], timeout: 30)
+        let result = run(Paths.executable("frame-relay"), ["load-test", "--sessions", "2", "--app-groups", prefix, "--size", "320x240", "--fps", "15", "--duration", "60"], timeout: 30)
         #expect(result.status == 1, "\(result.status): \(result.stderr)")
         let errors = result.stderr.split(separator: "\n").filter { $0.contains("error") }
         #expect(errors.count == 1, "\(result.stderr)")
-        #expect(errors.first?.contains("the producer of share 1 (group.com.example.loadtest.s0) stopped during the step") == true, "\(result.stderr)")
+        #expect(errors.first?.contains("the producer of share 1 (\(prefix).s0) ended during the step") == true, "\(result.stderr)")
         #expect(errors.first?.contains("in use by another producer") == true, "\(result.stderr)")
     }
 
@@ -81,8 +81,9 @@ import Testing
         let dir = Paths.temporaryDirectory()
         let json = dir.appendingPathComponent("load.json").path
         let html = dir.appendingPathComponent("load.html").path
+        let prefix = uniqueGroup("lt").name
         let result = run(Paths.executable("frame-relay"), [
-            "load-test", "--sessions", "2", "--hosts", "\(hosts)", "--size", "320x240", "--fps", "15", "--duration", "3", "--report", json, "--html", html,
+            "load-test", "--sessions", "2", "--app-groups", prefix, "--hosts", "\(hosts)", "--size", "320x240", "--fps", "15", "--duration", "3", "--report", json, "--html", html,
         ], timeout: 60)
         #expect(result.status == 0, "\(result.stderr)")
         let report = try JSONDecoder().decode(LoadTestReport.self, from: Data(contentsOf: URL(fileURLWithPath: json)))
@@ -115,7 +116,13 @@ import Testing
         // The histogram chart draws one bar per range of the step's merged distribution.
         let histogram = try #require(page.components(separatedBy: "latency, all shares").dropFirst().first?.components(separatedBy: "</svg>").first)
         #expect(histogram.components(separatedBy: "<rect").count - 1 == step.latency.count)
-        for n in 0..<2 { #expect(!FileManager.default.fileExists(atPath: "/dev/shm" + (try AppGroup("group.com.example.loadtest.s\(n)")).sharedMemoryName)) }
+        #expect(step.shares.map(\.appGroup) == ["\(prefix).s0", "\(prefix).s1"])
+        for share in step.shares {
+            // The producer's own rate, from its first frame: its 15 frames/s.
+            let rate = try #require(share.steady?.framesPerSecond)
+            #expect(rate > 13.5 && rate < 16.5 && (share.producerFramesPerSecond ?? 0) > 13.5, "\(share.appGroup): \(rate), \(share.producerFramesPerSecond as Any)")
+            #expect(!FileManager.default.fileExists(atPath: "/dev/shm" + (try AppGroup(share.appGroup)).sharedMemoryName))
+        }
     }
 
     /// A ramp step that fails is run again before it counts (one stall of a
@@ -126,8 +133,9 @@ import Testing
     func aFailedRampStepIsTriedAgain(retries: Int) throws {
         let dir = Paths.temporaryDirectory()
         let json = dir.appendingPathComponent("ramp.json").path
+        let prefix = uniqueGroup("lt").name
         let result = run(Paths.executable("frame-relay"), [
-            "load-test", "--ramp", "--sessions", "2", "--retries", "\(retries)", "--max-p99-ms", "0.1", "--size", "160x120", "--fps", "15", "--duration", "1",
+            "load-test", "--ramp", "--app-groups", prefix, "--sessions", "2", "--retries", "\(retries)", "--max-p99-ms", "0.1", "--size", "160x120", "--fps", "15", "--duration", "1",
             "--report", json, "--html", dir.appendingPathComponent("ramp.html").path, "--expect-held",
         ], timeout: 60)
         #expect(result.status == 1, "\(result.stderr)")
@@ -136,7 +144,7 @@ import Testing
         #expect(report.maxSessionsHeld == 0)
         #expect(result.stderr.components(separatedBy: "1 share again (try").count - 1 == retries, "\(result.stderr)")
         // Which share failed, and which limit, on the console and in the report.
-        let failure = "share 1 (group.com.example.loadtest.s0): capture→encoded p99"
+        let failure = "share 1 (\(prefix).s0): capture→encoded p99"
         #expect(report.steps.allSatisfy { $0.failures.contains { $0.hasPrefix(failure) && $0.hasSuffix("limit < 0.1 ms") } }, "\(report.steps.map(\.failures))")
         #expect(result.stderr.contains(failure), "\(result.stderr)")
     }

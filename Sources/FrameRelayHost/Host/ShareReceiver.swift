@@ -92,6 +92,7 @@ public final class ShareReceiver: @unchecked Sendable {
                 if options.verifyChecksums, frame.metadata.checksum != 0 { stats.checksumsVerified += 1 }
                 windowFrames += 1
                 noteGeometry(frame.metadata)
+                if stats.firstCaptured == 0 { stats.firstCaptured = frame.timing.captured }
                 if awaitingFirstFrame {
                     awaitingFirstFrame = false
                     record("first-frame", "frame \(frame.metadata.frameNumber)")
@@ -199,6 +200,7 @@ public final class ShareReceiver: @unchecked Sendable {
         stats.transport = pipeline?.transport
         stats.recording = pipeline?.recording
         latency.fill(&stats)
+        stats.publishedAt = now
         if now &- recentWindowStart >= 1_000_000_000, pipeline != nil {
             recentWindowStart = now
             stats.recentCaptureToEncoded = latency.takeRecentCaptureToEncoded()

@@ -4,6 +4,9 @@ import FrameRelayRing
 /// status line and the JSON summary.
 public struct ShareStats: Sendable, Codable {
     public var appGroup: String
+    /// When the host made these figures, and when the first frame it took was captured (CLOCK_MONOTONIC ns; 0: none yet).
+    public var publishedAt: UInt64 = 0
+    public var firstCaptured: UInt64 = 0
     /// Frames this host took, skipped as invalid, and the ring's own counters.
     public var taken: UInt64 = 0
     public var invalid: UInt64 = 0

@@ -90,6 +90,22 @@ public final class RingProducer {
         throw .system(lastError)
     }
 
+    /// Removes the App Group's ring when its producer is gone without
+    /// finishing (killed with SIGKILL) and nobody could have taken it over;
+    /// leaves alone a ring whose producer runs, and a segment that is not
+    /// ours. Returns whether a segment was removed.
+    @discardableResult
+    public static func removeStale(_ appGroup: AppGroup) -> Bool {
+        let name = appGroup.sharedMemoryName
+        guard (try? SharedMemorySegment.open(name: name)) != nil else { return false }
+        do {
+            try reclaimIfStale(name: name, appGroup: appGroup)
+        } catch {
+            return false
+        }
+        return (try? SharedMemorySegment.open(name: name)) == nil
+    }
+
     /// Removes an existing segment of ours whose producer is dead; throws if
     /// the segment is someone else's or its producer is alive.
     private static func reclaimIfStale(name: String, appGroup: AppGroup) throws(RingError) {

@@ -30,12 +30,18 @@ public struct LoadTestReport: Codable, Sendable {
         /// Capture → encoded p99 of the frames after the warm-up, from the
         /// distribution's ranges (within a fifth of its value).
         public var p99Milliseconds: Double
+        /// How long after the warm-up the share was measured (s).
+        public var seconds: Double
 
-        public init(framesIn: UInt64, dropPercent: Double, p99Milliseconds: Double) {
+        public init(framesIn: UInt64, dropPercent: Double, p99Milliseconds: Double, seconds: Double) {
             self.framesIn = framesIn
             self.dropPercent = dropPercent
             self.p99Milliseconds = p99Milliseconds
+            self.seconds = seconds
         }
+
+        /// The frames the producer sent a second after the warm-up.
+        public var framesPerSecond: Double { seconds > 0 ? Double(framesIn) / seconds : 0 }
     }
 
     public struct Share: Codable, Sendable {
@@ -60,6 +66,11 @@ public struct LoadTestReport: Codable, Sendable {
         public var startedAfter: Double
         /// After the objective's warm-up (nil: no warm-up, or the share never got past it).
         public var steady: Steady?
+        /// The frames its producer sent a second, from its first to the step's
+        /// end (nil: not known, no frame taken); and what was seen of why it
+        /// sent too few (its process was stopped).
+        public var producerFramesPerSecond: Double?
+        public var producerNote: String?
 
         public init(appGroup: String, framesIn: UInt64, framesOut: UInt64, framesSkipped: UInt64 = 0, dropPercent: Double, fps: Double, p50Milliseconds: Double, p99Milliseconds: Double, hostCPUPercent: Double, producerCPUPercent: Double, latency: [LatencyBin], viewers: Viewers? = nil, startedAfter: Double = 0, steady: Steady? = nil) {
             self.viewers = viewers
@@ -200,7 +211,7 @@ public struct LoadTestReport: Codable, Sendable {
         public var steadyDropPercent: Double? {
             let steady = shares.compactMap(\.steady)
             let written = steady.map { Double($0.framesIn) }.reduce(0, +)
-            return steady.isEmpty ? nil : written == 0 ? 100 : steady.map { Double($0.framesIn) * $0.dropPercent }.reduce(0, +) / written
+            return steady.isEmpty ? nil : written == 0 ? 0 : steady.map { Double($0.framesIn) * $0.dropPercent }.reduce(0, +) / written
         }
 
         public init(sessions: Int, seconds: Double, passed: Bool, shares: [Share], framesIn: UInt64, framesOut: UInt64, dropPercent: Double, fps: Double, p50Milliseconds: Double, p99Milliseconds: Double, hostCPUPercent: Double, timeline: [Sample]) {
@@ -241,8 +252,14 @@ public struct LoadTestReport: Codable, Sendable {
         self.objective = objective
     }
 
+    /// The least share of its frame rate a producer must send, after the
+    /// warm-up: a share whose producer fell behind (a stopped or starved
+    /// process) did not hold, however few frames it dropped.
+    public static let minimumProducerRate = 0.9
+
     /// Whether a step's every share kept drops and p99 within the objective,
-    /// and, where it has WebRTC viewers, so did what they saw (loss, glass to glass p99).
+    /// its producer sent at its frame rate, and, where it has WebRTC viewers,
+    /// so did what they saw (loss, glass to glass p99).
     public func holds(_ shares: [Share]) -> Bool { !shares.isEmpty && failures(shares).isEmpty }
 
     /// One line per limit a share missed, naming the share (its number and
@@ -257,6 +274,10 @@ public struct LoadTestReport: Codable, Sendable {
             let dropPercent = share.steady?.dropPercent ?? share.dropPercent, p99Milliseconds = share.steady?.p99Milliseconds ?? share.p99Milliseconds
             if dropPercent >= drops { lines.append("\(name): drops\(after) \(fixed(dropPercent, 2)) %, limit < \(fixed(drops, 2)) %") }
             if p99Milliseconds >= p99 { lines.append("\(name): capture→encoded p99\(after) \(fixed(p99Milliseconds, 1)) ms, limit < \(fixed(p99, 1)) ms") }
+            let least = Self.minimumProducerRate * Double(framesPerSecond)
+            if let rate = share.steady?.framesPerSecond ?? share.producerFramesPerSecond, rate < least {
+                lines.append("\(name): its producer sent \(fixed(rate, 1)) of \(framesPerSecond) frames/s\(after), limit ≥ \(fixed(least, 1))" + (share.producerNote.map { " (\($0))" } ?? ""))
+            }
             guard let viewers = share.viewers else { continue }
             let loss = objective.maxViewerLossPercent, viewerP99 = objective.maxViewerP99Milliseconds
             for group in viewers.groups {

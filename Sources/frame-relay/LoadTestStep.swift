@@ -215,8 +215,9 @@ private func steady(_ share: ShareStats, since baseline: ShareStats) -> LoadTest
     let dropped = share.totalDropped - min(share.totalDropped, baseline.totalDropped)
     let bins = LatencyBin.subtracting(baseline.encoded?.captureToEncodedBins ?? [], from: share.encoded?.captureToEncodedBins ?? [])
     // Nothing encoded after the warm-up (a still screen): no frame waited.
-    let p99 = LatencyBin.percentile(99, of: bins) ?? 0
-    return LoadTestReport.Steady(framesIn: written, dropPercent: written == 0 ? 0 : Double(dropped) / Double(written) * 100, p99Milliseconds: p99 / 1000, seconds: seconds)
+    let p50 = LatencyBin.percentile(50, of: bins) ?? 0, p99 = LatencyBin.percentile(99, of: bins) ?? 0
+    return LoadTestReport.Steady(framesIn: written, dropPercent: written == 0 ? 0 : Double(dropped) / Double(written) * 100, p50Milliseconds: p50 / 1000,
+                                 p99Milliseconds: p99 / 1000, seconds: seconds)
 }
 
 /// Starts a step's producers one after the other, spread over a second, on

@@ -169,6 +169,28 @@ import Testing
         #expect(page.contains("<td class=\"judged\">\(fixed(steady, 1))</td>") && page.contains("whole step, warm-up included"), "the judged p99 is not the one after the warm-up")
     }
 
+    /// The ramp and the per-share charts plot the p99 the objective judges
+    /// (after the warm-up), and the whole step's apart in grey, marked not judged.
+    @Test func theChartsPlotTheJudgedP99AndTheWholeStepsApart() {
+        var report = LoadTestReport(size: "320x240", framesPerSecond: 15, format: "nv12", cores: 2, objective: .init(maxDropPercent: 1, maxP99Milliseconds: 30, warmUpSeconds: 3))
+        report.steps = [1, 2].map { count in
+            let shares = (0..<count).map { index in LoadTestReport.Share(
+                appGroup: "s\(index)", framesIn: 150, framesOut: 150, dropPercent: 0, fps: 15, p50Milliseconds: 6, p99Milliseconds: 41.5 + Double(count), hostCPUPercent: 5,
+                producerCPUPercent: 1, latency: [LatencyBin(low: 4000, high: 50000, count: 150)],
+                steady: .init(framesIn: 100, dropPercent: 0, p50Milliseconds: 5.5, p99Milliseconds: 10.5 + Double(count), seconds: 6.5)) }
+            return LoadTestReport.Step(sessions: count, seconds: 10, passed: true, shares: shares, framesIn: 150, framesOut: 150, dropPercent: 0, fps: 15,
+                                       p50Milliseconds: 6, p99Milliseconds: 41.5 + Double(count), hostCPUPercent: 5, timeline: [])
+        }
+        let page = LoadTestHTML.render(report)
+        let ramp = page.components(separatedBy: "<h2>Ramp</h2>").dropFirst().first?.components(separatedBy: "</svg>").first ?? ""
+        for count in [1, 2] {
+            #expect(ramp.contains("<title>shares \(count): p99 judged (after the warm-up) \(fixed(10.5 + Double(count), 1)) ms</title>"), "\(ramp)")
+            #expect(ramp.contains("<title>shares \(count): p99 of the whole step, warm-up included (not judged) \(fixed(41.5 + Double(count), 1)) ms</title>"), "\(ramp)")
+        }
+        #expect(page.contains("<title>share 2: p99 judged 12.5 ms</title>") && page.contains("<title>share 2: p50 judged 5.5 ms</title>"), "\(page)")
+        #expect(page.contains("<title>share 2: p99 of the whole step (not judged) 43.5 ms</title>"), "\(page)")
+    }
+
     /// Twelve shares get twelve colours in the charts and the legend.
     @Test func moreThanTenSharesKeepTheirOwnColours() {
         var report = LoadTestReport(size: "320x240", framesPerSecond: 15, format: "nv12", cores: 2, objective: .init(maxDropPercent: 1, maxP99Milliseconds: 100))

@@ -28,7 +28,7 @@ public enum LoadTestHTML {
                 + lineChart(seconds, step.timeline.map(\.p99Milliseconds), shares: step.sessions, yUnit: "ms", limit: report.objective.maxP99Milliseconds, warmUp: warmUp)
             body += "<h3>Frames per second over time</h3>" + lineChart(seconds, step.timeline.map { $0.fps.map(Optional.some) }, shares: step.sessions, yUnit: "frames/s")
             body += "<h3>Capture→encoded latency, all shares (frames per range)</h3>" + histogram(step.latency, limit: report.objective.maxP99Milliseconds)
-            body += "<h3>Latency per share (p50 and p99)</h3>" + barChart(step.shares)
+            body += "<h3>Latency per share: p50 and p99 as judged (after the warm-up), and the whole step's p99 in grey (not judged)</h3>" + barChart(step.shares)
         }
         return """
         <!doctype html><html><head><meta charset="utf-8"><title>FrameRelay load test</title>
@@ -126,10 +126,12 @@ public enum LoadTestHTML {
         }
     }
 
-    /// One line per share over `xs`; `series[i][share]` is share's value at `xs[i]` (nil: none, no point).
-    /// One line per share over time; the objective as a dashed line, and the
-    /// first `warmUp` seconds shaded as not judged.
-    private static func lineChart(_ xs: [Double], _ series: [[Double?]], shares: Int, yUnit: String, xUnit: String = "s", limit: Double? = nil, warmUp: Double? = nil) -> String {
+    /// One line per share over `xs`; `series[i][share]` is share's value at
+    /// `xs[i]` (nil: none, no point); the objective as a dashed line, and the
+    /// first `warmUp` seconds shaded as not judged. `lines` names and colours
+    /// the lines instead of "share N", and marks each point with its value.
+    private static func lineChart(_ xs: [Double], _ series: [[Double?]], shares: Int, yUnit: String, xUnit: String = "s", limit: Double? = nil, warmUp: Double? = nil,
+                                  lines: [(name: String, colour: String)]? = nil) -> String {
         let maxX = max(1, xs.max() ?? 1)
         let frame = Frame(maxY: max(series.flatMap { $0.compactMap { $0 } }.max() ?? 1, limit ?? 0, 1) * 1.1)
         var svg = frame.open(yUnit: yUnit, xTitle: xUnit == "s" ? "time (s)" : xUnit)
@@ -146,14 +148,25 @@ public enum LoadTestHTML {
             svg += "<text x=\"\(fixed(frame.left + tick / maxX * frame.plotWidth, 1))\" y=\"\(fixed(frame.top + frame.plotHeight + 13, 1))\" text-anchor=\"middle\">\(fixed(tick, step < 1 ? 1 : 0))</text>"
         }
         for share in 0..<shares {
-            let points = zip(xs, series).compactMap { x, values -> String? in
+            let stroke = lines.map { $0[share].colour } ?? colour(share)
+            let points = zip(xs, series).compactMap { x, values -> (x: Double, value: Double)? in
                 guard share < values.count, let value = values[share] else { return nil }
-                return "\(fixed(frame.left + x / maxX * frame.plotWidth, 1)),\(fixed(frame.y(value), 1))"
+                return (x, value)
             }
-            svg += "<polyline fill=\"none\" stroke=\"\(colour(share))\" stroke-width=\"1.5\" points=\"\(points.joined(separator: " "))\"/>"
+            let at = points.map { "\(fixed(frame.left + $0.x / maxX * frame.plotWidth, 1)),\(fixed(frame.y($0.value), 1))" }
+            svg += "<polyline fill=\"none\" stroke=\"\(stroke)\" stroke-width=\"1.5\" points=\"\(at.joined(separator: " "))\"/>"
+            guard let lines else { continue }
+            for (point, place) in zip(points, at) {
+                let xy = place.split(separator: ",")
+                svg += "<circle cx=\"\(xy[0])\" cy=\"\(xy[1])\" r=\"3\" fill=\"\(stroke)\"><title>\(xUnit) \(fixed(point.x, 0)): \(lines[share].name) \(fixed(point.value, 1)) \(yUnit)</title></circle>"
+            }
         }
+        if let lines { return svg + "</svg>" + legend(lines.map { ($0.name, $0.colour) }) }
         return svg + "</svg>" + (shares > 1 ? legend((0..<shares).map { ("share \($0 + 1)", colour($0)) }) : "")
     }
+
+    /// The ramp's two lines: the p99 the objective judges, and the whole step's (grey).
+    private static let judgedAndWhole = [(name: "p99 judged (after the warm-up)", colour: "#d62728"), (name: "p99 of the whole step, warm-up included (not judged)", colour: "#aaa")]
 
     /// Frames per latency range, on a logarithmic time axis; the objective as a dashed line.
     private static func histogram(_ bins: [LatencyBin], limit: Double) -> String {
@@ -181,19 +194,24 @@ public enum LoadTestHTML {
         return svg + "</svg>" + legend([("frames", "#6baed6"), ("objective p99", "#b00")])
     }
 
+    /// Each share's p50 and p99 as judged (after the warm-up, where there
+    /// was one) and its whole step's p99 in grey, each bar titled with its value.
     private static func barChart(_ shares: [LoadTestReport.Share]) -> String {
-        let frame = Frame(maxY: max(1, shares.map(\.p99Milliseconds).max() ?? 1) * 1.1)
+        let frame = Frame(maxY: max(1, shares.map { max($0.p99Milliseconds, $0.steady?.p99Milliseconds ?? 0) }.max() ?? 1) * 1.1)
         let slot = frame.plotWidth / Double(max(1, shares.count))
         var svg = frame.open(yUnit: "ms", xTitle: "share")
         for (index, share) in shares.enumerated() {
             let x = frame.left + Double(index) * slot
-            for (offset, value, color) in [(0.1, share.p50Milliseconds, "#6baed6"), (0.5, share.p99Milliseconds, "#fd8d3c")] {
+            let judged = share.steady.map { ($0.p50Milliseconds, $0.p99Milliseconds) } ?? (share.p50Milliseconds, share.p99Milliseconds)
+            for (offset, value, color, what) in [(0.06, judged.0, "#6baed6", "p50 judged"), (0.36, judged.1, "#fd8d3c", "p99 judged"),
+                                                 (0.66, share.p99Milliseconds, "#ccc", "p99 of the whole step (not judged)")] {
                 let top = frame.y(value)
-                svg += "<rect x=\"\(fixed(x + offset * slot, 1))\" y=\"\(fixed(top, 1))\" width=\"\(fixed(slot * 0.38, 1))\" height=\"\(fixed(frame.top + frame.plotHeight - top, 1))\" fill=\"\(color)\"/>"
+                svg += "<rect x=\"\(fixed(x + offset * slot, 1))\" y=\"\(fixed(top, 1))\" width=\"\(fixed(slot * 0.28, 1))\" height=\"\(fixed(frame.top + frame.plotHeight - top, 1))\" fill=\"\(color)\">"
+                    + "<title>share \(index + 1): \(what) \(fixed(value, 1)) ms</title></rect>"
             }
             svg += "<text x=\"\(fixed(x + 0.5 * slot, 1))\" y=\"\(fixed(frame.top + frame.plotHeight + 13, 1))\" text-anchor=\"middle\">\(index + 1)</text>"
         }
-        return svg + "</svg>" + legend([("p50", "#6baed6"), ("p99", "#fd8d3c")])
+        return svg + "</svg>" + legend([("p50 judged", "#6baed6"), ("p99 judged", "#fd8d3c"), ("p99 of the whole step, warm-up included (not judged)", "#ccc")])
     }
 
     private static func rampChart(_ report: LoadTestReport) -> String {
@@ -207,9 +225,10 @@ public enum LoadTestHTML {
         }
         let steps = report.steps.sorted { $0.sessions < $1.sessions }
         let xs = steps.map { Double($0.sessions) }
-        let p99: [[Double?]] = steps.map { [$0.p99Milliseconds] }
-        return "<p>Capture→encoded p99 (the worst share's) against the number of shares; the dashed line is the objective.</p>"
-            + lineChart(xs, p99, shares: 1, yUnit: "ms", xUnit: "shares", limit: report.objective.maxP99Milliseconds)
+        // What the objective judged (after the warm-up), and in grey the whole step's, which it did not.
+        let p99: [[Double?]] = steps.map { [$0.steadyP99Milliseconds ?? $0.p99Milliseconds, $0.p99Milliseconds] }
+        return "<p>Capture→encoded p99 (the worst share's) against the number of shares: the p99 the objective judges, after the warm-up, and in grey the whole step's; the dashed line is the objective.</p>"
+            + lineChart(xs, p99, shares: 2, yUnit: "ms", xUnit: "shares", limit: report.objective.maxP99Milliseconds, lines: judgedAndWhole)
     }
 
     /// Colour keys under a chart, one per entry.

@@ -27,15 +27,17 @@ public struct LoadTestReport: Codable, Sendable {
     public struct Steady: Codable, Sendable {
         public var framesIn: UInt64
         public var dropPercent: Double
-        /// Capture → encoded p99 of the frames after the warm-up, from the
-        /// distribution's ranges (within a fifth of its value).
+        /// Capture → encoded p50 and p99 of the frames after the warm-up, from
+        /// the distribution's ranges (within a fifth of its value).
+        public var p50Milliseconds: Double
         public var p99Milliseconds: Double
         /// How long after the warm-up the share was measured (s).
         public var seconds: Double
 
-        public init(framesIn: UInt64, dropPercent: Double, p99Milliseconds: Double, seconds: Double) {
+        public init(framesIn: UInt64, dropPercent: Double, p50Milliseconds: Double, p99Milliseconds: Double, seconds: Double) {
             self.framesIn = framesIn
             self.dropPercent = dropPercent
+            self.p50Milliseconds = p50Milliseconds
             self.p99Milliseconds = p99Milliseconds
             self.seconds = seconds
         }

@@ -119,6 +119,12 @@ public struct SocketAddress: Sendable {
         }
     }
 
+    /// Whether two addresses are the same bytes (any family, an empty one too).
+    package func isIdentical(to other: SocketAddress) -> Bool {
+        guard length == other.length else { return false }
+        return withUnsafeBytes(of: storage) { x in withUnsafeBytes(of: other.storage) { y in x.prefix(Int(length)).elementsEqual(y.prefix(Int(length))) } }
+    }
+
     /// Whether two addresses are the same host and port: the peer a datagram came from.
     package func isSame(as other: SocketAddress) -> Bool { sameHost(as: other) && port == other.port }
 

@@ -21,7 +21,11 @@ struct LinkRelayCommand: ParsableCommand {
         let end = duration.map { MonotonicClock.now() + UInt64($0 * 1e9) }
         try relay.run { Signals.stops.load(ordering: .relaxed) > 0 || end.map { MonotonicClock.now() >= $0 } ?? false }
         let dropped = relay.dropped
-        log("link-relay: passed \(relay.passedDown) datagrams to the viewer and \(relay.passedUp) to Janus, dropped \(relay.strangers) from strangers; the link dropped \(dropped.down) and \(dropped.up) at random, \(dropped.queue) for its rate")
+        func said(_ drops: LinkRelay.Drops) -> String {
+            "\(drops.random) at random" + (link.rate > 0 ? ", \(drops.rate) for its rate" : "") + ", \(drops.buffer) with the relay's buffer full"
+        }
+        log("link-relay: passed \(relay.passedDown) datagrams to the viewer and \(relay.passedUp) to Janus; dropped toward the viewer \(said(dropped.down)), "
+            + "toward Janus \(said(dropped.up)); \(relay.strangers) from strangers, \(relay.unroutable) before the other side was known")
         return 0
     }
 }

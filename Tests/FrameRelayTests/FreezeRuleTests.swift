@@ -9,22 +9,30 @@ import Testing
 /// more, which must count exactly what the Swift type counts.
 @Suite struct FreezeRuleTests {
     /// A sequence: each frame's gap after the one before at the host (ms,
-    /// as RTP timestamps) and at the viewer (ms).
+    /// as RTP timestamps) and at the viewer (ms), and what the viewer did
+    /// with it: `s` shown, `w` received whole but not shown (a wait for a
+    /// keyframe), `l` lost (default: every frame shown).
     struct Sequence: Codable {
         var name: String
         var host: [Double]
         var viewer: [Double]
+        var kinds = ""
+
+        func kind(_ index: Int) -> Character { index < kinds.count ? kinds[kinds.index(kinds.startIndex, offsetBy: index)] : "s" }
     }
 
     /// What the Swift type counts on `sequence`: freezes, and the time they added (ms).
     static func swift(_ sequence: Sequence) -> (count: UInt64, frozenMs: Double) {
         var detector = FreezeDetector()
         var now: UInt64 = 1_000_000_000, timestamp: UInt32 = 0xFFFF_F000  // wraps on the way
+        detector.receivedWhole(timestamp: timestamp)
         _ = detector.frame(at: now, timestamp: timestamp)
-        for (gap, arrival) in zip(sequence.host, sequence.viewer) {
+        for (index, (gap, arrival)) in zip(sequence.host, sequence.viewer).enumerated() {
             now += UInt64(arrival * 1e6)
             timestamp &+= UInt32(gap * 90)
-            _ = detector.frame(at: now, timestamp: timestamp)
+            let kind = sequence.kind(index)
+            if kind != "l" { detector.receivedWhole(timestamp: timestamp) }
+            if kind == "s" { _ = detector.frame(at: now, timestamp: timestamp) }
         }
         return (detector.freezes, Double(detector.frozen) / 1e6)
     }
@@ -46,6 +54,15 @@ import Testing
         // The viewer's own wait is still seen, at the first picture after a still one and at the steady rate after it.
         (Sequence(name: "late after a still", host: stills, viewer: [33, 40, 26, 33, 33, 33, 2400, 36, 30, 33, 3990, 50, 20]), 1),
         (Sequence(name: "stalled after a still", host: stills, viewer: [33, 40, 26, 33, 33, 33, 2030, 36, 30, 33, 3990, 250, 20]), 1),
+        // A frame lost for good: the frames after it come whole and on time but cannot be shown until a keyframe, 700 ms on.
+        (Sequence(name: "a wait for a keyframe", host: [Double](repeating: 33, count: 32), viewer: [Double](repeating: 33, count: 32),
+                  kinds: String(repeating: "s", count: 10) + "l" + String(repeating: "w", count: 20) + "s"), 1),
+        // The same wait as the screen goes still: the picture the viewer could not show stood at the host for 2 s, and the viewer missed it all.
+        (Sequence(name: "a wait for a keyframe over a still", host: [Double](repeating: 33, count: 12) + [2000], viewer: [Double](repeating: 33, count: 12) + [2010],
+                  kinds: String(repeating: "s", count: 10) + "lws"), 1),
+        // A frame lost whole as the screen goes still, the next one shown (a keyframe): nothing came between, so the host's gap is the still's (a frame the viewer never got, it cannot place).
+        (Sequence(name: "a frame lost before a still", host: [Double](repeating: 33, count: 11) + [2000], viewer: [Double](repeating: 33, count: 11) + [2010],
+                  kinds: String(repeating: "s", count: 10) + "ls"), 0),
     ]
 
     @Test func theRuleCountsWhatTheViewerMissedNotWhatTheHostLeftOut() {
@@ -54,6 +71,8 @@ import Testing
         }
         #expect(Self.swift(Self.known[1].0).frozenMs == 157)
         #expect(Self.swift(Self.known[5].0).frozenMs == 400)
+        // 22 frames' time (726 ms) against the host's gap to the first frame after the last shown that came whole (66 ms).
+        #expect(Self.swift(Self.known[7].0).frozenMs == 660)
     }
 
     /// Sequences nobody worked out by hand: a content screen's rhythm
@@ -65,7 +84,7 @@ import Testing
             state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             return Double(state >> 11) / Double(1 << 53)
         }
-        var host: [Double] = [], viewer: [Double] = [], lateness = 0.0
+        var host: [Double] = [], viewer: [Double] = [], kinds = "", lateness = 0.0, waiting = 0
         for _ in 0..<frames {
             let roll = uniform()
             let gap = roll < 0.08 ? 300 + uniform() * 2700 : roll < 0.2 ? 66 + uniform() * 200 : 33
@@ -74,8 +93,18 @@ import Testing
             host.append(gap.rounded())
             viewer.append(max(0, gap + next - lateness).rounded())
             lateness = next
+            // Now and then a frame lost for good, and the frames after it waiting for a keyframe (up to 30 of them).
+            if waiting > 0 {
+                waiting -= 1
+                kinds += waiting == 0 ? "s" : uniform() < 0.1 ? "l" : "w"
+            } else if uniform() < 0.02 {
+                kinds += "l"
+                waiting = 1 + Int(uniform() * 30)
+            } else {
+                kinds += "s"
+            }
         }
-        return Sequence(name: "seed \(seed)", host: host, viewer: viewer)
+        return Sequence(name: "seed \(seed)", host: host, viewer: viewer, kinds: kinds)
     }
 
     @Test func theViewerPagesMirrorCountsWhatTheSwiftTypeCounts() throws {
@@ -87,8 +116,15 @@ import Testing
             console.log(JSON.stringify(sequences.map(s => {
               const d = new FreezeDetector();
               let now = 1000, timestamp = 0xFFFFF000;
+              d.receivedWhole(timestamp);
               d.frame(now, timestamp);
-              s.host.forEach((gap, i) => { now += s.viewer[i]; timestamp = (timestamp + gap * 90) >>> 0; d.frame(now, timestamp); });
+              s.host.forEach((gap, i) => {
+                now += s.viewer[i];
+                timestamp = (timestamp + gap * 90) >>> 0;
+                const kind = s.kinds[i] || 's';
+                if (kind !== 'l') d.receivedWhole(timestamp);
+                if (kind === 's') d.frame(now, timestamp);
+              });
               return [d.freezes, d.frozen];
             })));
             """

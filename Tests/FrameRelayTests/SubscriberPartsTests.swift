@@ -234,7 +234,7 @@ import Testing
     @Test func theLinkDelaysInOrderDropsWhatItShouldAndQueuesAtItsRate() throws {
         var conditions = try LinkConditions(parsing: "delay=40ms,jitter=10ms")
         let address = SocketAddress()
-        let path = ImpairedPath(conditions, limitsRate: true, slots: 256)
+        let path = ImpairedPath(conditions, limitsRate: true, capacity: 256 * 1536)
         let packet = [UInt8](repeating: 1, count: 1000)
         var delivered: [UInt64] = []
         for index in 0..<200 {
@@ -247,7 +247,7 @@ import Testing
         #expect(delivered.count + order.count == 200)
         #expect(path.nextDue == nil)
         // Each packet leaves 30–50 ms after it came, never before the one before it.
-        let timed = ImpairedPath(conditions, limitsRate: true, slots: 256)
+        let timed = ImpairedPath(conditions, limitsRate: true, capacity: 256 * 1536)
         var dues: [UInt64] = []
         for index in 0..<100 { packet.withUnsafeBytes { _ = timed.admit($0, address: address, now: UInt64(index) * 1_000_000) }; dues.append(timed.nextDue ?? 0) }
         var released: [UInt64] = []
@@ -257,17 +257,39 @@ import Testing
         #expect(released.first! >= 30_000_000 && released.first! <= 50_000_000)
         // 5 % loss over 20,000 packets.
         conditions = try LinkConditions(parsing: "loss=5%")
-        let lossy = ImpairedPath(conditions, limitsRate: true, slots: 64)
+        let lossy = ImpairedPath(conditions, limitsRate: true, capacity: 64 * 1536)
         for _ in 0..<20_000 { packet.withUnsafeBytes { _ = lossy.admit($0, address: address, now: 0) }; lossy.release(now: .max) { _, _ in } }
         #expect((800...1200).contains(lossy.lost), "lost \(lossy.lost) of 20,000")
         // 1 Mbit/s: a burst of 1000-byte packets leaves 8.224 ms apart (with IP and UDP headers); past 50 ms of queue, drops.
-        let narrow = ImpairedPath(try LinkConditions(parsing: "rate=1mbit"), limitsRate: true, slots: 64)
+        let narrow = ImpairedPath(try LinkConditions(parsing: "rate=1mbit"), limitsRate: true, capacity: 64 * 1536)
         var accepted = 0
         for _ in 0..<10 { packet.withUnsafeBytes { if narrow.admit($0, address: address, now: 0) { accepted += 1 } } }
         #expect(accepted == 7 && narrow.overflowed == 3)
         var times: [UInt64] = []
         while let due = narrow.nextDue { narrow.release(now: due) { _, _ in times.append(due) } }
         #expect(times == (1...7).map { UInt64($0) * 8_224_000 })
+    }
+
+    /// Datagrams of any size a UDP datagram has pass whole and in order
+    /// through the path's byte ring as it wraps, and what does not fit is
+    /// dropped and counted as the buffer's, not the rate's.
+    @Test func theLinkHoldsDatagramsOfAnySizeWholeAndCountsWhatDoesNotFit() throws {
+        let path = ImpairedPath(try LinkConditions(parsing: "delay=10ms"), limitsRate: false, capacity: 100_000)
+        var generator = SystemRandomNumberGenerator()
+        var admitted: [[UInt8]] = [], delivered: [[UInt8]] = []
+        var now: UInt64 = 0
+        for index in 0..<3000 {
+            now += UInt64.random(in: 0...400_000, using: &generator)
+            let size = index % 97 == 0 ? 65_507 : Int.random(in: 1...3000, using: &generator)
+            let packet = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index) }
+            if packet.withUnsafeBytes({ path.admit($0, address: SocketAddress(), now: now) }) { admitted.append(packet) }
+            path.release(now: now) { bytes, _ in delivered.append(Array(bytes)) }
+        }
+        path.release(now: .max) { bytes, _ in delivered.append(Array(bytes)) }
+        #expect(delivered == admitted, "\(delivered.count) delivered of \(admitted.count) admitted")
+        #expect(admitted.contains { $0.count == 65_507 }, "no 64 KB datagram fitted")
+        #expect(UInt64(admitted.count) + path.bufferFull == 3000 && path.bufferFull > 0 && path.overflowed == 0 && path.lost == 0,
+                "\(admitted.count) admitted, \(path.bufferFull) for the buffer")
     }
 
     @Test(arguments: [

@@ -13,34 +13,43 @@
 /// link); `?playout=N` asks for N × 10 ms, `?playout=none` for none; `?relay=IP:VIEWER:JANUS` sends the
 /// media through `frame-relay link-relay` (an impaired link), pointing
 /// Janus's candidate at the relay's viewer side and ours at its Janus side.
-/// The page counts freezes by the subscriber's rule (``freezeRule``) from
-/// each frame's RTP timestamp and presentation time, and logs the count with
+/// Measuring, the page counts freezes by the subscriber's rule
+/// (``freezeRule``) from the RTP timestamps of the frames it receives whole
+/// (an encoded transform) and of those it shows, and logs the count with
 /// `getStats()`' own.
 enum ViewerPage {
     /// The subscriber's `FreezeDetector` in JavaScript, line for line (times
-    /// in ms): a freeze is a wait between two frames longer than the host's
-    /// gap between them (their RTP timestamps) by max(2 × the host's usual
-    /// gap, 150 ms). `FreezeRuleTests` runs it on the recorded sequences the
-    /// Swift type is tested on.
+    /// in ms): a freeze is a wait between two frames shown longer than the
+    /// host's gap from the first to the next frame it sent that the viewer
+    /// received whole (their RTP timestamps) by max(2 × the host's usual
+    /// gap, 150 ms). `FreezeRuleTests` runs it on the sequences the Swift
+    /// type is tested on.
     static let freezeRule = """
         class FreezeDetector {
-          constructor() { this.hostGaps = new Array(30).fill(0); this.count = 0; this.last = null; this.freezes = 0; this.frozen = 0; }
-          // A frame with RTP timestamp `timestamp` (90 kHz) that the viewer got at `now` (ms); true when the wait before it was a freeze.
+          constructor() { this.hostGaps = new Array(30).fill(0); this.count = 0; this.whole = new Array(64).fill(0); this.wholeCount = 0; this.last = null; this.freezes = 0; this.frozen = 0; }
+          // A frame received whole (shown or not), with RTP timestamp `timestamp` (90 kHz).
+          receivedWhole(timestamp) { this.whole[this.wholeCount % 64] = timestamp; this.wholeCount++; }
+          // A frame shown with RTP timestamp `timestamp` that the viewer got at `now` (ms); true when the wait before it was a freeze.
           frame(now, timestamp) {
             const last = this.last;
             this.last = { arrival: now, timestamp: timestamp };
             if (last === null) return false;
             const viewerGap = now - last.arrival;
+            // The first frame after the last one shown that came whole: this one, or one before it that could not be shown.
+            let ticks = (timestamp - last.timestamp) | 0;
+            for (let i = 0; i < Math.min(this.wholeCount, 64); i++) {
+              const after = (this.whole[i] - last.timestamp) | 0;
+              if (after > 0 && after < ticks) ticks = after;
+            }
             // A timestamp that went back (a new stream) says nothing of the host's gap.
-            const ticks = (timestamp - last.timestamp) | 0;
             const hostGap = ticks > 0 ? ticks / 90 : 0;
             const samples = Math.min(this.count, 30);
             let sum = 0;
             for (let i = 0; i < samples; i++) sum += this.hostGaps[i];
             this.hostGaps[this.count % 30] = hostGap;
             this.count++;
-            if (samples < 5 || viewerGap <= hostGap) return false;
-            const usual = Math.min(sum / samples, hostGap), excess = viewerGap - hostGap;
+            if (viewerGap <= hostGap) return false;
+            const usual = samples === 0 ? hostGap : Math.min(sum / samples, hostGap), excess = viewerGap - hostGap;
             if (excess < Math.max(2 * usual, 150)) return false;
             this.freezes++;
             this.frozen += excess;
@@ -48,7 +57,6 @@ enum ViewerPage {
           }
         }
         """
-
 
     static func html(shares: [String]) -> String {
         let options = shares.enumerated().map { "<option value=\"\($0.offset)\">\($0.element)</option>" }.joined()
@@ -193,8 +201,15 @@ enum ViewerPage {
             }
             console.log('webrtc clock offset=' + offset.toFixed(3) + ' ms, round trip ' + best.toFixed(3) + ' ms');
           }
-          const pc = new RTCPeerConnection();
-          pc.ontrack = e => { video.srcObject = e.streams[0] || new MediaStream([e.track]); };
+          // Measuring, every frame received whole passes through the page on its way to the decoder (its RTP timestamp, for the freeze rule).
+          const freezes = new FreezeDetector();
+          const pc = new RTCPeerConnection(measure ? { encodedInsertableStreams: true } : {});
+          pc.ontrack = e => {
+            video.srcObject = e.streams[0] || new MediaStream([e.track]);
+            if (!measure) return;
+            const { readable, writable } = e.receiver.createEncodedStreams();
+            readable.pipeThrough(new TransformStream({ transform(frame, out) { freezes.receivedWhole(frame.getMetadata().rtpTimestamp); out.enqueue(frame); } })).pipeTo(writable);
+          };
           // Through a relay: every candidate named in the SDP becomes one of the relay's sides.
           const relay = params.get('relay') && params.get('relay').split(':');
           const via = (sdp, port) => sdp.replace(/^a=candidate:(\\S+) (\\d+) (\\S+) (\\d+) \\S+ \\d+ typ \\S+.*$/gm, 'a=candidate:$1 $2 $3 $4 ' + relay[0] + ' ' + port + ' typ host');
@@ -215,7 +230,6 @@ enum ViewerPage {
             await janus(base + '/' + handle, { janus: 'message', body: { request: 'configure', min_delay: delay, max_delay: delay } });
           }
           // Freezes by the subscriber's rule (the host's own gaps are none), beside getStats()' freezeCount.
-          const freezes = new FreezeDetector();
           if (measure) setInterval(async () => {
             const stats = {};
             (await pc.getStats()).forEach(r => { if (r.type === 'inbound-rtp' && r.kind === 'video') Object.assign(stats, r); });
@@ -224,7 +238,7 @@ enum ViewerPage {
             console.log('webrtc stats ' + JSON.stringify(stats));
           }, 5000);
           const onFrame = (now, metadata) => {
-            if (metadata.rtpTimestamp !== undefined) freezes.frame(metadata.presentationTime, metadata.rtpTimestamp);
+            if (measure && metadata.rtpTimestamp !== undefined) freezes.frame(metadata.presentationTime, metadata.rtpTimestamp);
             const stamp = readStamp(video, probe);
             // Each frame's stamp, then on the host's clock (ns): when it is shown, when it was handed to the compositor, and when its last packet came.
             if (measure && stamp !== null) console.log('webrtc shown ' + stamp + ' ' + [metadata.expectedDisplayTime, metadata.presentationTime, metadata.receiveTime]

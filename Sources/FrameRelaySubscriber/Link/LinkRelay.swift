@@ -47,9 +47,11 @@ public final class LinkRelay {
         } catch {
             throw .system("the link relay's sockets: \(error)")
         }
-        down = ImpairedPath(conditions, limitsRate: true, slots: 1024)
-        up = ImpairedPath(conditions, limitsRate: false, slots: 256)
-        buffer = .allocate(byteCount: 2048, alignment: 16)
+        // Room for a minute of delay at 4 Mbit/s toward the viewer, and a minute of feedback back.
+        down = ImpairedPath(conditions, limitsRate: true, capacity: 32 << 20)
+        up = ImpairedPath(conditions, limitsRate: false, capacity: 4 << 20)
+        // Any UDP datagram whole (ICE, DTLS and SRTP ones can pass 1,500 bytes).
+        buffer = .allocate(byteCount: 65_536, alignment: 16)
     }
 
     deinit { buffer.deallocate() }
@@ -93,6 +95,17 @@ public final class LinkRelay {
         }
     }
 
-    /// The link's own drops: at random each way, and full rate queue toward the viewer.
-    public var dropped: (down: UInt64, up: UInt64, queue: UInt64) { (down.lost, up.lost, down.overflowed) }
+    /// What the link dropped in one direction, by cause: at random, for its
+    /// rate (the rate's queue was full; toward the viewer only), and with the
+    /// relay's buffer full (a delay longer than it holds).
+    public struct Drops: Equatable, Sendable {
+        public var random: UInt64
+        public var rate: UInt64
+        public var buffer: UInt64
+    }
+
+    /// The link's drops toward the viewer and toward Janus.
+    public var dropped: (down: Drops, up: Drops) {
+        (Drops(random: down.lost, rate: down.overflowed, buffer: down.bufferFull), Drops(random: up.lost, rate: up.overflowed, buffer: up.bufferFull))
+    }
 }

@@ -68,9 +68,11 @@ package final class StreamFollower {
         lastPacket = now
         bytes += UInt64(packet.count)
         let payload = UnsafeRawBufferPointer(rebasing: packet[payloadStart...])
-        let before = tracker.counts.duplicates + tracker.counts.malformed
+        let before = tracker.counts.duplicates + tracker.counts.malformed, complete = tracker.counts.framesComplete
         tracker.insert(sequence: sequence, timestamp: header.timestamp, marker: header.marker, payload: payload, now: now, into: &events)
         guard tracker.counts.duplicates + tracker.counts.malformed == before else { return true }
+        // A frame came whole (its packets share this timestamp): the host sent it, shown or not.
+        if tracker.counts.framesComplete > complete { freezes.receivedWhole(timestamp: header.timestamp) }
         missing.received(sequence, retransmitted: retransmitted, now: now)
         decoder?.keep(payload, sequence: sequence, timestamp: header.timestamp, marker: header.marker)
         handleEvents(now: now)

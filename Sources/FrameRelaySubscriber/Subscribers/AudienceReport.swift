@@ -99,5 +99,6 @@ extension SubscriberStats {
         linkLostIn += other.linkLostIn
         linkLostOut += other.linkLostOut
         linkQueueDrops += other.linkQueueDrops
+        linkBufferDrops += other.linkBufferDrops
     }
 }

@@ -59,8 +59,8 @@ final class Subscriber {
         passwordBytes = Array(password.utf8)
         dtls = try DTLSClient(context: context, fingerprint: offer.fingerprint)
         stream = try StreamFollower(payloadType: offer.payloadType, retransmissionPayloadType: offer.rtxPayloadType, decodes: decodes, expectedFrames: expectedFrames)
-        inbound = link.isPerfect ? nil : ImpairedPath(link, limitsRate: true, slots: 256)
-        outbound = link.isPerfect ? nil : ImpairedPath(link, limitsRate: false, slots: 64)
+        inbound = link.isPerfect ? nil : ImpairedPath(link, limitsRate: true, capacity: 384 << 10)
+        outbound = link.isPerfect ? nil : ImpairedPath(link, limitsRate: false, capacity: 96 << 10)
         scratch = .allocate(byteCount: 2048, alignment: 16)
         stats.decodes = decodes
         asking.reserveCapacity(Self.nackBatch)
@@ -295,6 +295,7 @@ final class Subscriber {
         stats.firstFrameMs = stream.firstFrame.map { Double($0 - watchedAt) / 1e6 }
         stats.linkLostIn = inbound?.lost ?? 0
         stats.linkQueueDrops = inbound?.overflowed ?? 0
+        stats.linkBufferDrops = (inbound?.bufferFull ?? 0) + (outbound?.bufferFull ?? 0)
         stats.linkLostOut = outbound?.lost ?? 0
     }
 }

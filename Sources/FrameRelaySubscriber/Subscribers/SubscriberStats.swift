@@ -43,10 +43,12 @@ public struct SubscriberStats: Codable, Sendable, Equatable {
     public var srtpFailures: UInt64 = 0
     public var stunAnswered: UInt64 = 0
     public var stunRefused: UInt64 = 0
-    /// The link's own drops, each way: at random, and (downlink) a full rate queue.
+    /// The link's own drops, each way: at random, (downlink) a full rate
+    /// queue, and, both ways, a full buffer (a delay longer than it holds).
     public var linkLostIn: UInt64 = 0
     public var linkLostOut: UInt64 = 0
     public var linkQueueDrops: UInt64 = 0
+    public var linkBufferDrops: UInt64 = 0
     /// The smoothed round trip from a NACK to the packet it brought (ms).
     public var nackRoundTripMs: Double?
 

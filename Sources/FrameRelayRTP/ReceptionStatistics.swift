@@ -1,7 +1,7 @@
 /// What a receiver tells the sender in each report block (RFC 3550 §6.4.1):
 /// packets lost, the highest sequence number heard, interarrival jitter and
 /// the delay since the sender's last report. Kept per followed stream, with
-/// the arithmetic of RFC 3550 appendices A.1, A.3 and A.8.
+/// the arithmetic of RFC 3550 appendices A.1 (``SequenceTracker``), A.3 and A.8.
 package struct ReceptionStatistics {
     /// The report block's fields, as they go on the wire.
     package struct Block: Equatable {
@@ -17,8 +17,7 @@ package struct ReceptionStatistics {
         package var delaySinceLastSenderReport: UInt32
     }
 
-    private var base: UInt32 = 0
-    private var highest: UInt32 = 0  // extended: cycles of 65,536 in the high bits
+    private var sequences: SequenceTracker
     private var received: UInt64 = 0
     private var expectedPrior: UInt64 = 0
     private var receivedPrior: UInt64 = 0
@@ -29,18 +28,27 @@ package struct ReceptionStatistics {
 
     /// A stream starting at `sequence`.
     package init(first sequence: UInt16) {
-        base = UInt32(sequence)
-        highest = UInt32(sequence)
+        sequences = SequenceTracker(first: sequence)
     }
 
     /// Counts one packet (resent and duplicate packets too, as RFC 3550
-    /// counts them) arriving at `arrival` (CLOCK_MONOTONIC ns).
+    /// counts them, but not one a jump set aside) arriving at `arrival`
+    /// (CLOCK_MONOTONIC ns); the first packet too.
     package mutating func record(sequence: UInt16, timestamp: UInt32, arrival: UInt64) {
+        switch sequences.update(sequence) {
+        case .setAside:
+            return
+        case .restarted:
+            // The sender started again (A.1's init_seq): the counts start again with this packet.
+            (received, expectedPrior, receivedPrior, lastTransit) = (0, 0, 0, nil)
+        case .late:
+            received += 1
+            return
+        case .ahead:
+            break
+        }
         received += 1
-        let ahead = Int16(bitPattern: sequence &- UInt16(truncatingIfNeeded: highest))
-        if ahead > 0 { highest = highest &+ UInt32(ahead) }
         // Jitter only from packets in order, in 90 kHz units (A.8).
-        guard ahead > 0 else { return }
         let transit = Int64(arrival / 100_000 * 9 + arrival % 100_000 * 9 / 100_000) &- Int64(timestamp)
         if let last = lastTransit {
             // The magnitude, not abs(): a hostile timestamp 2^31 away would trap abs(Int32.min).
@@ -59,7 +67,7 @@ package struct ReceptionStatistics {
     /// The block for a report sent at `now`; the fraction lost covers the
     /// interval since the last block (A.3).
     package mutating func block(now: UInt64) -> Block {
-        let expected = UInt64(highest &- base) + 1
+        let expected = sequences.runExpected
         let lost = Int64(expected) - Int64(received)
         let expectedInterval = expected &- expectedPrior
         let receivedInterval = received &- receivedPrior
@@ -73,7 +81,7 @@ package struct ReceptionStatistics {
             return UInt32(clamping: elapsed / 1_000_000_000 * 65_536 + elapsed % 1_000_000_000 * 65_536 / 1_000_000_000)
         } ?? 0
         return Block(fractionLost: fraction, cumulativeLost: Int32(max(-0x80_0000, min(0x7F_FFFF, lost))),
-                     extendedHighestSequence: highest, jitter: UInt32(jitter), lastSenderReport: senderReportNTP,
+                     extendedHighestSequence: sequences.highest, jitter: UInt32(jitter), lastSenderReport: senderReportNTP,
                      delaySinceLastSenderReport: delay)
     }
 }

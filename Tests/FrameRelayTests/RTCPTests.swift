@@ -26,6 +26,40 @@ struct RTCPTests {
         #expect(second.jitter == 0)
     }
 
+    /// RFC 3550 A.1: a jump is set aside unless the packet after it follows
+    /// it (then the sender restarted and a new run begins), so one stray or
+    /// forged sequence number makes nothing lost.
+    @Test func aJumpCountsOnlyWhenTheNextPacketConfirmsIt() {
+        var tracker = SequenceTracker(first: 100)
+        let verdicts = ([101, 105, 103, 103, 40_000, 106, 60_000, 60_001, 60_002, 59_990] as [UInt16]).map { tracker.update($0) }
+        #expect(verdicts == [.ahead(1), .ahead(4), .late, .late, .setAside, .ahead(1), .setAside, .restarted, .ahead(1), .late], "\(verdicts)")
+        // 100 … 106 (7), then the run from 60,001 to 60,002 (2).
+        #expect(tracker.expected == 9 && tracker.runExpected == 2 && tracker.highest == 60_002)
+        // 3,000 ahead is a jump; 2,999 is a gap; 101 behind is a jump by default, and late for a follower that says so.
+        var far = SequenceTracker(first: 0), near = SequenceTracker(first: 0), patient = SequenceTracker(first: 1000, misorder: 1024)
+        #expect(far.update(3000) == .setAside && near.update(2999) == .ahead(2999))
+        var strict = SequenceTracker(first: 1000)
+        #expect(strict.update(899) == .setAside && patient.update(100) == .late)
+    }
+
+    @Test func receptionStatisticsSetAJumpAsideAndStartAgainAfterARestart() {
+        var reception = ReceptionStatistics(first: 100)
+        var time: UInt64 = 0
+        func record(_ sequence: UInt16) {
+            time += 33_333_333
+            reception.record(sequence: sequence, timestamp: UInt32(time / 11_111), arrival: time)
+        }
+        for sequence: UInt16 in 100...109 { record(sequence) }
+        record(40_000)  // one forged packet
+        for sequence: UInt16 in 110...119 { record(sequence) }
+        let steady = reception.block(now: time)
+        #expect(steady.extendedHighestSequence == 119 && steady.cumulativeLost == 0 && steady.fractionLost == 0, "\(steady)")
+        // The sender restarted at 50,000: the run begins at the packet that confirmed it.
+        for sequence: UInt16 in [50_000, 50_001, 50_002, 50_004] { record(sequence) }
+        let restarted = reception.block(now: time)
+        #expect(restarted.extendedHighestSequence == 50_004 && restarted.cumulativeLost == 1, "\(restarted)")
+    }
+
     /// Hostile timestamps and a receiver left running for days do not trap.
     @Test func timestampsHalfTheClockApartAndAnOldSenderReportDoNotTrap() {
         var reception = ReceptionStatistics(first: 1)

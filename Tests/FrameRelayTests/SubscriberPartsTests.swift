@@ -216,6 +216,28 @@ import Testing
         #expect(missing.isEmpty && missing.counts.givenUp == 1)
     }
 
+    /// A hostile peer's sequence jumps: one stray number, or one every other
+    /// packet, make no packet lost and nothing asked for (before, one jump
+    /// made 28.7 million packets "lost"); a restart the next packet confirms
+    /// starts a new run, and its losses are the run's own.
+    @Test func sequenceJumpsAreNotLossesAndARestartCountsOnlyItsOwnRun() {
+        var missing = MissingPackets()
+        var asks: [UInt16] = []
+        var sequence: UInt16 = 1000
+        for index in 0..<2000 {
+            missing.received(sequence, retransmitted: false, now: UInt64(index) * 1_000_000)
+            // Every other packet, a number 30,000 away.
+            if index % 2 == 0 { missing.received(sequence &+ 30_000, retransmitted: false, now: UInt64(index) * 1_000_000) }
+            sequence &+= 1
+        }
+        missing.due(now: 2_000_000_000, into: &asks)
+        #expect(asks.isEmpty && missing.expected == 2000 && missing.counts.received == 2000, "\(missing.expected) expected, \(missing.counts)")
+        // The sender restarts at 9,000 and loses 9,002 there: 2,000 before, 4 in the new run, 1 of them lost.
+        for next: UInt16 in [9000, 9001, 9003, 9004] { missing.received(next, retransmitted: false, now: 3_000_000_000) }
+        missing.due(now: 3_000_000_000, into: &asks)
+        #expect(asks == [9002] && missing.expected == 2004 && missing.counts.received == 2003, "\(asks), \(missing.expected) expected, \(missing.counts)")
+    }
+
     @Test func aNACKListsRunsOfSixteenAsTheParserReadsThem() {
         let sequences: [UInt16] = [65535, 0, 2, 15, 40]
         var bytes = [UInt8](repeating: 0, count: 64)

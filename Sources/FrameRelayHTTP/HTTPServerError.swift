@@ -8,7 +8,8 @@ public enum HTTPServerError: Error, CustomStringConvertible, Equatable {
     public var description: String {
         switch self {
         case .invalidAddress(let address): "invalid HTTP address \"\(address)\": expected an IPv4 address such as 127.0.0.1"
-        case .addressInUse(let address, let port): "HTTP address \(address):\(port) is already in use"
+        case .addressInUse(let address, let port):
+            "HTTP address \(address):\(port) is already in use: another program listens there; choose another port, such as --http \(address):\(port < 65535 ? port + 1 : 8081)"
         case .cannotListen(let address, let port, let code): "cannot listen on \(address):\(port): \(code.name)"
         }
     }

@@ -34,7 +34,7 @@ struct Receive: ParsableCommand {
         do {
             receiver = try RTPReceiver(port: port, address: address)
         } catch let error as SystemError where error.code == .addressInUse {
-            throw UsageError("port \(port) (or \(port + 1) for RTCP) is already in use")
+            throw UsageError("port \(port) (or \(port + 1) for RTCP) is already in use: choose another pair, such as --port \(port + 2 <= 65534 ? port + 2 : 5004) (and send there)")
         }
         var arrivals: [(frame: UInt64, time: UInt64)] = []
         arrivals.reserveCapacity(1 << 16)

@@ -185,6 +185,25 @@ import Testing
         #expect(p.stderr.contains("broadcast-sim: no host has taken a frame from \(group.name) in 3 s: is frame-relay running with --app-group \(group.name)?"), "\(p.stderr)")
     }
 
+    /// --quiet silences progress, not mistakes: a quiet host on a misspelt
+    /// App Group still names the ring that is there, and a run that
+    /// recorded and streamed nothing of what was asked says so and exits 1.
+    @Test func aQuietHostStillSaysWhatWentWrongAndFailsWhenItDeliveredNothing() {
+        let group = uniqueGroup("quietname")
+        let misspelt = String(group.name.dropLast())
+        let recording = Paths.temporaryDirectory().appendingPathComponent("nothing.ivf").path
+        let p = producer(group, ["--size", "160x120", "--fps", "15", "--duration", "6", "--quiet"])
+        usleep(300_000)
+        let h = run(Paths.executable("frame-relay"), ["--app-group", misspelt, "--quiet", "--duration", "4", "--record", recording, "--rtp", "127.0.0.1:9"])
+        #expect(p.wait(timeout: 30) == 0)
+        #expect(h.status == 1, "\(h.stderr)")
+        let lines = h.stderr.split(separator: "\n").map(String.init)
+        #expect(lines.count == 3, "\(h.stderr)")
+        #expect(lines.first?.hasSuffix("did you mean \(group.name)?") == true, "\(h.stderr)")
+        let why = "(no producer attached: is broadcast-sim running with this --app-group?)"
+        #expect(lines.contains("frame-relay: error: \(misspelt): recorded nothing to \(recording) \(why)") && lines.contains("frame-relay: error: \(misspelt): streamed nothing \(why)"), "\(h.stderr)")
+    }
+
     /// The host says where its time goes when it drops frames, how many
     /// checksums it verified, and that the producer finished (not "0.0 fps").
     @Test func theHostNamesItsBottleneckItsVerifiedFramesAndAFinishedProducer() {

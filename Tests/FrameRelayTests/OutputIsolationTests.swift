@@ -17,10 +17,11 @@ import Testing
                 Int(stream["nb_read_packets"] as? String ?? "") ?? -1, stream["width"] as? Int ?? 0, stream["height"] as? Int ?? 0)
     }
 
-    /// Share A records onto a 1 MiB tmpfs, share B onto /tmp, one host: A's
-    /// recording stops with one line naming the share and the file, keeps
-    /// its whole frames readable, and A goes on encoding; B records to the
-    /// end; the report and /metrics say so.
+    /// Share A records onto a 1 MiB tmpfs, share B onto /tmp, one quiet
+    /// host: A's recording stops with one line naming the share and the
+    /// file (quiet or not), keeps its whole frames readable, and A goes on
+    /// encoding; B records to the end; the report and /metrics say so, and
+    /// the host exits 1 saying which recording stopped.
     @Test func aFullDiskStopsOnlyThatSharesRecording() throws {
         let a = uniqueGroup("fulla"), b = uniqueGroup("fullb")
         let dir = Paths.temporaryDirectory().path
@@ -33,7 +34,7 @@ import Testing
         let script = """
             mount -t tmpfs -o size=1m tmpfs '\(full)' || exit 97
             '\(Paths.executable("frame-relay"))' --app-group \(a.name) --app-group \(b.name) --record '\(full)/a.ivf' --record '\(dir)/b.ivf' \
-              --http \(port) --exit-when-finished --report '\(dir)/host.json' &
+              --http \(port) --exit-when-finished --report '\(dir)/host.json' --quiet &
             HOST=$!
             for i in $(seq 100); do curl -s http://127.0.0.1:\(port)/metrics > '\(dir)/metrics.txt' && grep -q 'recording_stopped.*1$' '\(dir)/metrics.txt' && break; sleep 0.1; done
             wait $HOST; echo "host exit $?"
@@ -41,9 +42,10 @@ import Testing
             """
         let host = run("/usr/bin/unshare", ["-rm", "/bin/sh", "-c", script], timeout: 60)
         #expect(pa.wait() == 0 && pb.wait() == 0)
-        #expect(host.stdout.contains("host exit 0"), "\(host.stdout) \(host.stderr)")
+        #expect(host.stdout.contains("host exit 1"), "\(host.stdout) \(host.stderr)")
         let stops = host.stderr.split(separator: "\n").filter { $0.contains("recording-stopped") }
         #expect(stops.count == 1 && stops[0].contains(a.name) && stops[0].contains("\(full)/a.ivf") && stops[0].contains("ENOSPC"), "\(host.stderr)")
+        #expect(host.stderr.contains("frame-relay: error: \(a.name): the recording \(full)/a.ivf stopped after "), "\(host.stderr)")
         let shares = try readShareStats(dir + "/host.json")
         let recordingA = try #require(shares.first { $0.appGroup == a.name }?.recording), recordingB = try #require(shares.first { $0.appGroup == b.name }?.recording)
         let encodedA = shares.first { $0.appGroup == a.name }?.encoded?.frames ?? 0, encodedB = shares.first { $0.appGroup == b.name }?.encoded?.frames ?? 0

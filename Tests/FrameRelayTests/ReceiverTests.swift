@@ -128,7 +128,7 @@ import Testing
         let port = freePortPair()
         let holder = TestRTPPeer(port: port)
         let result = run(Paths.executable("frame-relay"), ["receive", "--port", "\(port)", "--duration", "1"])
-        #expect(result.status != 0 && result.stderr.contains("port \(port) (or \(port + 1) for RTCP) is already in use"), "\(result.stderr)")
+        #expect(result.status != 0 && result.stderr.contains("port \(port) (or \(port + 1) for RTCP) is already in use: choose another pair, such as --port \(port + 2)"), "\(result.stderr)")
         _ = holder
     }
 }

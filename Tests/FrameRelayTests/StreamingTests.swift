@@ -57,6 +57,26 @@ import Testing
         #expect(first.reports.count >= 1 && second.reports.count >= 1, "both get Sender Reports")
     }
 
+    /// A receiver started a second after the host (as the README's examples
+    /// start ffplay): the refusals before it are said once, and so is, once
+    /// it listens, that the packets go out.
+    @Test func aReceiverStartedLateIsSaidOnceWhenPacketsFlow() throws {
+        let group = uniqueGroup("late")
+        let port = freePortPair()
+        let h = host([group], ["--rtp", "127.0.0.1:\(port)", "--duration", "6"])
+        let p = producer(group, ["--size", "160x120", "--fps", "30", "--duration", "7", "--quiet"])
+        #expect(h.waitForLog("RTP packets are not going out: sendto failed with ECONNREFUSED"), "\(h.stderr)")
+        let peer = TestRTPPeer(port: port)
+        peer.pump(3)
+        // The receiver stays bound until the host ends: nothing is refused after it started.
+        #expect(withExtendedLifetime(peer) { h.wait(timeout: 20) } == 0, "\(h.stderr)")
+        _ = p.wait()
+        #expect(peer.frames.count >= 60, "\(peer.frames.count) frames")
+        let lines = h.stderr.split(separator: "\n")
+        #expect(lines.filter { $0.contains("RTP packets are not going out") }.count == 1, "\(h.stderr)")
+        #expect(lines.filter { $0.contains("RTP packets go out now (") && $0.contains(" refused before)") }.count == 1, "\(h.stderr)")
+    }
+
     @Test func gstreamerDecodesOurRTP() throws {
         let group = uniqueGroup("gst")
         let port = freePortPair()

@@ -309,7 +309,7 @@ import Testing
         let result = run(Paths.executable("frame-relay"), ["--app-group", uniqueGroup().name, "--http", "\(port)"])
         #expect(result.status != 0)
         #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
-        #expect(result.stderr.contains("HTTP address 127.0.0.1:\(port) is already in use"))
+        #expect(result.stderr.contains("HTTP address 127.0.0.1:\(port) is already in use: another program listens there; choose another port, such as --http 127.0.0.1:\(port + 1)"), "\(result.stderr)")
         let demo = run(Paths.executable("frame-relay"), ["demo", "--app-group", uniqueGroup().name, "--http", "\(port)"])
         // The port is bound before the producer starts: nothing else is said.
         #expect(demo.status != 0 && demo.stderr.contains("is already in use") && demo.stderr.split(separator: "\n").count == 1, "\(demo.stderr)")

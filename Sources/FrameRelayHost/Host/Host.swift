@@ -70,8 +70,8 @@ public final class Host {
             try options.recordPath.map { path throws(RecordingError) in try ShareRecording.open(path, frameRate: options.settings.frameRate) }
         }
         let traceFile = try s.tracePath.map { try TraceFile(path: $0) }
-        // Janus first: each share's mountpoint says where its RTP goes.
-        let janus = try JanusShares(s.groups, servers: s.janus, secret: s.janusSecret, log: say)
+        // Janus first: each share's mountpoint says where its RTP goes (a mountpoint that fails later is said, quiet or not).
+        let janus = try JanusShares(s.groups, servers: s.janus, secret: s.janusSecret, log: log)
         defer { janus.close(log: log) }
         // Janus alone is a stream too: a session per share for it.
         var streaming = s.streaming ?? (janus.mountpoints.isEmpty ? nil : s.groups.map { _ in RTPSession.Options() })
@@ -82,7 +82,8 @@ public final class Host {
         let receivers = s.groups.indices.map { index in
             var options = s.options
             options.janus = janus.mountpoints.indices.contains(index) ? janus.mountpoints[index] : nil
-            return ShareReceiver(appGroup: s.groups[index], options: options, trace: s.tracePath != nil, log: say)
+            options.quiet = quiet
+            return ShareReceiver(appGroup: s.groups[index], options: options, trace: s.tracePath != nil, log: log)
         }
         /// Appends every pending per-frame record as a JSON line (off the frame path).
         func drainTraces() {
@@ -163,12 +164,34 @@ public final class Host {
             log("error: \(message)")
             return 1
         }
+        // What was asked that did not happen, quiet or not: a recording that stopped or holds nothing, a stream that sent nothing.
+        let troubles = finals.indices.flatMap { index in Self.troubles(finals[index], streams: streaming?[index].destinations.isEmpty == false) }
+        for line in troubles { log("error: " + line) }
+        if !troubles.isEmpty { return 1 }
         if let expected = s.expectFrames, let short = finals.first(where: { $0.taken < expected }) {
             log("error: \(short.appGroup) took \(short.taken) frames, fewer than --expect-frames \(expected)"
                 + (short.producerAttaches == 0 ? " (no producer attached: is broadcast-sim running with this --app-group?)" : ""))
             return 1
         }
         return 0
+    }
+}
+
+extension Host {
+    /// What `share` was asked for and did not do: its recording stopped,
+    /// or it recorded or (when it `streams`) streamed nothing.
+    static func troubles(_ share: ShareStats, streams: Bool) -> [String] {
+        var lines: [String] = []
+        let why = share.producerAttaches == 0 ? " (no producer attached: is broadcast-sim running with this --app-group?)" : share.taken == 0 ? " (no frame came)" : ""
+        if let recording = share.recording {
+            if let reason = recording.stopped {
+                lines.append("\(share.appGroup): the recording \(recording.path) stopped after \(recording.frames) frames: \(reason)")
+            } else if recording.frames == 0 {
+                lines.append("\(share.appGroup): recorded nothing to \(recording.path)\(why)")
+            }
+        }
+        if streams, (share.transport?.frames ?? 0) == 0 { lines.append("\(share.appGroup): streamed nothing\(why)") }
+        return lines
     }
 }
 

@@ -2,29 +2,49 @@ import FrameRelaySystem
 import FrameRelayRing
 /// What the host says once when something looks wrong, from the shares'
 /// statistics: the rings that exist when a producer never came (an App
-/// Group spelt differently on one side), RTP that does not go out, and the
-/// bottleneck of a share that drops frames.
+/// Group spelt differently on one side), RTP that does not go out (and,
+/// after that, once it goes out again), and the bottleneck of a share that
+/// drops frames.
 struct HostHints {
     private var ringsNamed = false
-    private var sendsFailing = Set<String>()
+    /// Shares whose RTP was said not to go out: their send errors and
+    /// packets when the errors last grew, and when that was.
+    private var sendsFailing: [String: (errors: UInt64, packets: UInt64, since: UInt64)] = [:]
+    /// Each share's send errors when its failure was last said (a new failure is one past them).
+    private var saidErrors: [String: UInt64] = [:]
     private var bottlenecksNamed = Set<String>()
 
     /// Lines to log now (each said once); `start` is when the host started.
     mutating func lines(for snapshots: [ShareStats], since start: UInt64, quiet: Bool) -> [String] {
         var lines: [String] = []
         let elapsed = MonotonicClock.now() &- start
-        // After 3 s without a producer, name the rings that are here.
-        if !ringsNamed, !quiet, elapsed >= 3_000_000_000 {
+        // After 3 s without a producer, name the rings that are here (quiet or not: an App Group spelt differently is a mistake to hear of).
+        if !ringsNamed, elapsed >= 3_000_000_000 {
             ringsNamed = true
             for share in snapshots where share.producerAttaches == 0 {
                 if let group = try? AppGroup(share.appGroup) { lines.append(RingDirectory.hint(for: group)) }
             }
         }
-        // A full socket buffer (EAGAIN, ENOBUFS) drops a burst; anything else means the destination is wrong.
+        // A full socket buffer (EAGAIN, ENOBUFS) drops a burst; anything else means the destination is wrong
+        // (or its receiver not started yet: once a second has passed without a refusal, say the packets go out).
+        let now = MonotonicClock.now()
         for share in snapshots {
-            guard let code = share.transport?.lastSendError.map({ Errno($0) }), code != .wouldBlock, code != .noBufferSpace,
-                sendsFailing.insert(share.appGroup).inserted
+            guard let transport = share.transport else { continue }
+            if let failing = sendsFailing[share.appGroup] {
+                if transport.sendErrors > failing.errors {
+                    sendsFailing[share.appGroup] = (transport.sendErrors, transport.packets, now)
+                } else if now &- failing.since >= 1_000_000_000, transport.packets > failing.packets {
+                    sendsFailing[share.appGroup] = nil
+                    saidErrors[share.appGroup] = transport.sendErrors
+                    lines.append("\(share.appGroup): RTP packets go out now (\(transport.sendErrors) refused before)")
+                }
+                continue
+            }
+            guard let code = transport.lastSendError.map({ Errno($0) }), code != .wouldBlock, code != .noBufferSpace,
+                transport.sendErrors > (saidErrors[share.appGroup] ?? 0)
             else { continue }
+            sendsFailing[share.appGroup] = (transport.sendErrors, transport.packets, now)
+            saidErrors[share.appGroup] = transport.sendErrors
             lines.append("\(share.appGroup): RTP packets are not going out: sendto failed with \(code); check --rtp")
         }
         // A share dropping more than 5 % once the producer has sent 3 s: say where the host's time goes.

@@ -40,6 +40,8 @@ public final class ShareReceiver: @unchecked Sendable {
         public var maxFrameRate: Int?
         /// The Janus mountpoint the share streams into, for its statistics.
         public var janus: JanusMountpoint?
+        /// No progress lines (what went wrong is still said).
+        public var quiet = false
         public init() {}
     }
 
@@ -100,7 +102,7 @@ public final class ShareReceiver: @unchecked Sendable {
                 // A frame captured well before this host attached (the last of a producer that is gone) is
                 // streamed, but its age is the ring's, not the pipeline's: it stays out of the latency figures.
                 let stale = frame.timing.captured &+ Self.staleAge < attachedAt
-                if stale {
+                if stale, !options.quiet {
                     log("\(appGroup): frame \(frame.metadata.frameNumber) was captured \(fixed(Double(attachedAt &- frame.timing.captured) / 1e9, 1)) s before this host attached: stale, left out of the latency figures")
                 }
                 do {
@@ -170,11 +172,14 @@ public final class ShareReceiver: @unchecked Sendable {
         if stats.invalid <= 5 { log("\(appGroup): skipped invalid frame: \(reason)") }
     }
 
+    /// The events that say something went wrong: said even when quiet.
+    private static let troubles: Set<String> = ["refused", "ring-lost", "recording-stopped"]
+
     private func record(_ kind: String, _ detail: String, time: UInt64? = nil) {
         let now = MonotonicClock.now()
         stats.appendEvent(ShareEvent(time: now, kind: kind, detail: detail))
         if kind == "attached", let time { stats.appendEvent(ShareEvent(time: time, kind: "ring-created", detail: "")) }
-        log("\(appGroup): \(kind)" + (detail.isEmpty ? "" : " (\(detail))"))
+        if !options.quiet || Self.troubles.contains(kind) { log("\(appGroup): \(kind)" + (detail.isEmpty ? "" : " (\(detail))")) }
         publish()
     }
 

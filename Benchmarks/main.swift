@@ -50,7 +50,9 @@ struct Bench: ParsableCommand {
         let results = BenchmarkResult.merge(runs)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let replacing = OutputFile.isFile(output)
         try OutputFile.write(String(decoding: try encoder.encode(results), as: UTF8.self), to: output)
+        FileHandle.standardError.write(Data("frame-relay-bench: results in \(OutputFile.named(output, replacing: replacing))\n".utf8))
         // The table, then the gate's verdict: stdout is flushed first, so the two never interleave.
         print(BenchmarkRunner.table(results))
         fflush(stdout)

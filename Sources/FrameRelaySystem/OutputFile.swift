@@ -11,6 +11,18 @@ public enum OutputFile {
     package static let procfsMagic = 0x9FA0
     package static let sysfsMagic = 0x6265_6572
 
+    /// Whether `path` holds a regular file now: writing it replaces what
+    /// was there (a line that names it then says so: ``named(_:replacing:)``).
+    public static func isFile(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
+    }
+
+    /// `path` as a line names a file written, saying when an earlier one of that name was replaced.
+    public static func named(_ path: String, replacing: Bool) -> String {
+        replacing ? "\(path) (replacing the one there)" : path
+    }
+
     /// Throws a one-line ``OutputFileError`` naming `--option` when `path`
     /// cannot be written now: its directory is missing, it is a directory, it
     /// is a FIFO nobody reads, or it may not be written. Creates nothing.

@@ -80,6 +80,8 @@ struct LoadTest: ParsableCommand {
     }
 
     func run() throws -> Int32 {
+        // The files this run writes, named at the end, saying which replaced an earlier one.
+        let written = [report, html].map { OutputFile.named($0, replacing: OutputFile.isFile($0)) }.joined(separator: ", ")
         let simulator = try siblingExecutable("broadcast-sim")
         let viewerScript = janus.isEmpty || viewerKind == .native ? nil : try AiortcViewers.findScript(viewer)
         let objective = LoadTestReport.Objective(maxDropPercent: maxDropPercent, maxP99Milliseconds: maxP99Milliseconds, warmUpSeconds: warmUp,
@@ -155,12 +157,12 @@ struct LoadTest: ParsableCommand {
         try OutputFile.write(String(decoding: try encoder.encode(results), as: UTF8.self), to: report)
         try OutputFile.write(LoadTestHTML.render(results), to: html)
         if let held = results.maxViewersHeld {
-            log("load-test: largest number of viewers per share that held the objective at \(counted(sessions, "share")): \(held)\(held == viewers ? " (the bound, --viewers: the limit is higher)" : ""); report \(report), \(html)")
+            log("load-test: largest number of viewers per share that held the objective at \(counted(sessions, "share")): \(held)\(held == viewers ? " (the bound, --viewers: the limit is higher)" : ""); report \(written)")
         } else if ramp {
             let bound = results.maxSessionsHeld == sessions ? " (reached --sessions without failing: the limit is higher)" : ""
-            log("load-test: largest number of shares that held the objective: \(results.maxSessionsHeld)\(bound); report \(report), \(html)")
+            log("load-test: largest number of shares that held the objective: \(results.maxSessionsHeld)\(bound); report \(written)")
         } else {
-            log("load-test: \(counted(sessions, "share")) \(results.maxSessionsHeld > 0 ? "held" : "did not hold") the objective; report \(report), \(html)")
+            log("load-test: \(counted(sessions, "share")) \(results.maxSessionsHeld > 0 ? "held" : "did not hold") the objective; report \(written)")
         }
         return expectHeld && results.maxSessionsHeld == 0 ? 1 : 0
     }

@@ -32,14 +32,20 @@ func runCommand() throws -> Int32 {
     }
     let name = arguments.first.flatMap { $0.hasPrefix("-") ? nil : $0 } ?? "run"
     if !arguments.isEmpty, !arguments[0].hasPrefix("-") { arguments.removeFirst() }
+    /// A subcommand by name, or one line saying which names there are (and the nearest).
+    func command(_ name: String) throws -> any ParsableCommand.Type {
+        guard let command = subcommands[name] else {
+            let guess = EditDistance.nearest(to: name, among: Array(subcommands.keys) + ["help"]).map { "did you mean \($0)? " } ?? ""
+            throw UsageError("unknown subcommand \"\(name)\": \(guess)run, demo, receive, load-test, janus, subscribe, link-relay, help (see --help)")
+        }
+        return command
+    }
     if name == "help" {
-        print(Run.helpText)
+        // `help SUBCOMMAND`: that one's help.
+        print(try arguments.first.map { try command($0).helpText } ?? Run.helpText)
         return 0
     }
-    guard let command = subcommands[name] else {
-        throw UsageError("unknown subcommand \"\(name)\": run, demo, receive, load-test, janus, subscribe, link-relay, help (see --help)")
-    }
-    return try command.parse(arguments).run()
+    return try command(name).parse(arguments).run()
 }
 
 Signals.resetInherited()

@@ -33,7 +33,9 @@ import Testing
         (["--checksum=yes"], "--checksum takes no value"),
         (["--report", "/nonexistent/r.json"], "cannot write --report /nonexistent/r.json: no directory /nonexistent"),
         (["--report", "/tmp"], "cannot write --report /tmp: it is a directory"),
-        (["--bogus"], "unknown option --bogus"),
+        (["--bogus"], "unknown option --bogus (see --help)"),
+        (["--fsp", "30"], "unknown option --fsp: did you mean --fps?"),
+        (["-size", "64x64"], "unknown option -size: did you mean --size?"),
     ]
 
     @Test(arguments: producerCases)
@@ -74,8 +76,12 @@ import Testing
         (["--max-fps", "0"], "invalid --max-fps"),
         (["--frames", "-3"], "invalid --frames"),
         (["--work-ms", "x"], "invalid --work-ms"),
-        (["launch"], "unknown subcommand \"launch\""),
-        (["--nope"], "unknown option --nope"),
+        (["launch"], "unknown subcommand \"launch\": run, demo"),
+        (["load-tset"], "unknown subcommand \"load-tset\": did you mean load-test? run, demo"),
+        (["--nope"], "unknown option --nope (see --help)"),
+        (["--bitrat", "900"], "unknown option --bitrat: did you mean --bitrate?"),
+        (["-http", "8080"], "unknown option -http: did you mean --http?"),
+        (["load-test", "--sesions", "2"], "unknown option --sesions: did you mean --sessions?"),
         (["--no-encode=false"], "--no-encode takes no value"),
         (["--no-encode", "--bitrate", "0"], "--bitrate needs encoding"),
         (["--packet-size", "10"], "--packet-size needs --rtp"),
@@ -122,6 +128,14 @@ import Testing
         #expect(sim.stdout.contains("--app-group NAME") && sim.stdout.contains("(default: 1280x720)"))
         let relay = run(Paths.executable("frame-relay"), ["--help"])
         #expect(relay.status == 0 && relay.stdout.contains("--exit-when-finished"))
+    }
+
+    /// `frame-relay help SUBCOMMAND` is that subcommand's help.
+    @Test func helpNamedForASubcommandIsItsHelp() {
+        let help = run(Paths.executable("frame-relay"), ["help", "load-test"])
+        #expect(help.status == 0 && help.stdout.hasPrefix("frame-relay load-test: many shares at once") && help.stdout.contains("--viewer-link SPEC"), "\(help.stdout)")
+        let unknown = run(Paths.executable("frame-relay"), ["help", "subscibe"])
+        #expect(unknown.status == 1 && unknown.stderr.contains("did you mean subscribe?"), "\(unknown.stderr)")
     }
 
     @Test func helpNamesTheSubcommandsFitsEightyColumnsAndVersionAnswers() {

@@ -191,6 +191,20 @@ import Testing
         #expect(page.contains("<title>share 2: p99 of the whole step (not judged) 43.5 ms</title>"), "\(page)")
     }
 
+    /// Run twice where its reports are, a load test says it replaced them.
+    @Test func aLoadTestSaysWhenItReplacedItsReports() throws {
+        let dir = Paths.temporaryDirectory().path
+        var lines: [String] = []
+        for _ in 0..<2 {
+            let load = Spawned(Paths.executable("frame-relay"), ["load-test", "--sessions", "1", "--app-groups", uniqueGroup("lt").name, "--size", "160x120", "--fps", "15", "--duration", "1"],
+                               directory: dir)
+            #expect(load.wait(timeout: 30) == 0, "\(load.stderr)")
+            lines.append(load.stderr.split(separator: "\n").last.map(String.init) ?? "")
+        }
+        #expect(lines[0].hasSuffix("; report load-test.json, load-test.html"), "\(lines[0])")
+        #expect(lines[1].hasSuffix("; report load-test.json (replacing the one there), load-test.html (replacing the one there)"), "\(lines[1])")
+    }
+
     /// Twelve shares get twelve colours in the charts and the legend.
     @Test func moreThanTenSharesKeepTheirOwnColours() {
         var report = LoadTestReport(size: "320x240", framesPerSecond: 15, format: "nv12", cores: 2, objective: .init(maxDropPercent: 1, maxP99Milliseconds: 100))

@@ -37,30 +37,15 @@ public enum RingDirectory {
         }
     }
 
-    /// The edit distance between two names (insertions, deletions, substitutions).
-    static func distance(_ a: String, _ b: String) -> Int {
-        let a = Array(a.utf8), b = Array(b.utf8)
-        var previous = Array(0...b.count)
-        for i in 1...max(1, a.count) where !a.isEmpty {
-            var current = [i] + Array(repeating: 0, count: b.count)
-            for j in stride(from: 1, through: b.count, by: 1) {
-                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-            }
-            previous = current
-        }
-        return a.isEmpty ? b.count : previous[b.count]
-    }
-
     /// One line for a host waiting on `group`: the rings there are, the nearest name first.
     public static func hint(for group: AppGroup, directory: String = "/dev/shm") -> String {
         let others = list(directory: directory).filter { $0.appGroup != group.name }
         guard !others.isEmpty else {
             return "\(group): no producer yet, and no other FrameRelay ring on this machine (is broadcast-sim running?)"
         }
-        let sorted = others.sorted { distance($0.appGroup, group.name) < distance($1.appGroup, group.name) }
-        let nearest = sorted[0]
+        let sorted = others.sorted { EditDistance.between($0.appGroup, group.name) < EditDistance.between($1.appGroup, group.name) }
         let named = sorted.prefix(5).map { "\($0.appGroup)" + ($0.producerPid == 0 ? "" : " (producer \($0.producerPid))") }
-        let guess = distance(nearest.appGroup, group.name) <= max(3, group.name.count / 10) ? "; did you mean \(nearest.appGroup)?" : ""
+        let guess = EditDistance.nearest(to: group.name, among: sorted.map(\.appGroup), within: max(3, group.name.count / 10)).map { "; did you mean \($0)?" } ?? ""
         return "\(group): no producer yet; rings for other App Groups here: " + named.joined(separator: ", ") + guess
     }
 }

@@ -1,3 +1,5 @@
+import FrameRelaySystem
+
 /// A command (or subcommand) in swift-argument-parser's shape, written here
 /// because no outside package can be fetched: its options are ``Option``
 /// and ``Flag`` properties. Parsing runs in three steps, so that the
@@ -40,14 +42,22 @@ extension ParsableCommand {
         while index < arguments.count {
             let argument = arguments[index]
             if argument == "--help" || argument == "-h" { throw HelpRequested(text: helpText) }
-            guard argument.hasPrefix("--") else { throw UsageError("unexpected argument \"\(argument)\" (see --help)") }
+            guard argument.hasPrefix("--") else {
+                // One dash for two: -http.
+                let bare = String(argument.drop { $0 == "-" }.prefix { $0 != "=" })
+                if argument.hasPrefix("-"), declared.contains(where: { $0.name == bare }) { throw UsageError("unknown option \(argument): did you mean --\(bare)?") }
+                throw UsageError("unexpected argument \"\(argument)\" (see --help)")
+            }
             var name = String(argument.dropFirst(2))
             var inline: String?
             if let equals = name.firstIndex(of: "=") {
                 inline = String(name[name.index(after: equals)...])
                 name = String(name[..<equals])
             }
-            guard let option = declared.first(where: { $0.name == name }) else { throw UsageError("unknown option --\(name) (see --help)") }
+            guard let option = declared.first(where: { $0.name == name }) else {
+                let guess = EditDistance.nearest(to: name, among: declared.map(\.name) + ["help"]).map { ": did you mean --\($0)?" } ?? " (see --help)"
+                throw UsageError("unknown option --\(name)\(guess)")
+            }
             if let valueName = option.valueName {
                 if let inline {
                     try option.take(inline)

@@ -144,6 +144,7 @@ struct BroadcastSim: ParsableCommand {
         var pauses = s.pauses.sorted { $0.at < $1.at }[...]
         var stopReason = "done"
         var lastRingFailure: String?
+        var lastHost: Int32?
 
         loop: while true {
             if Signals.stops.load(ordering: .relaxed) > 0 { stopReason = "signal"; break }
@@ -196,6 +197,14 @@ struct BroadcastSim: ParsableCommand {
                 if reason != lastRingFailure, !s.quiet { log("frame \(number) not sent: the ring was damaged and could not be made anew: \(reason)") }
                 lastRingFailure = reason
             case .throttled, .ignored: break
+            }
+            // The host that took frames went away (Ctrl-C, a crash, kill -9): said once per host.
+            if !s.quiet, number % 16 == 0 {
+                let host = handler.ring?.hostPid
+                if let gone = lastHost, host != gone {
+                    log("the host (pid \(gone)) went away from \(s.appGroup): frames are dropped until a host attaches again")
+                }
+                lastHost = host
             }
             if !warnedNoHost, !s.quiet, published > 0, MonotonicClock.now() &- startedAt >= 3_000_000_000, (handler.ring?.framesTaken ?? 0) == 0 {
                 warnedNoHost = true

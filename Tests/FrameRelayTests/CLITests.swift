@@ -57,6 +57,15 @@ import Testing
         ("YUV4MPEG2 W64 H64 F30:1\nFRAME\n" + String(repeating: "x", count: 100), "no whole 64x64 frame after the header"),
     ]
 
+    /// The shared clip as it comes (xz-packed): the line says how to unpack it.
+    @Test func aPackedClipIsNamedWithHowToUnpackIt() {
+        let group = uniqueGroup()
+        let result = run(Paths.executable("broadcast-sim"), ["--app-group", group.name, "--file", Paths.clipXZ])
+        #expect(result.status == 1 && result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+        #expect(result.stderr.contains("it is xz-compressed, not a YUV4MPEG2 file: unpack it first (xz -dc \(Paths.clipXZ) > desktop-720p30.y4m)"), "\(result.stderr)")
+        #expect(!segmentExists(group))
+    }
+
     @Test(arguments: malformedFiles)
     func producerRejectsAMalformedFile(_ contents: String, _ message: String) throws {
         let dir = Paths.temporaryDirectory()

@@ -61,6 +61,30 @@ import Testing
         #expect(metrics.contains("framerelay_recording_stopped{app_group=\"\(a.name)\"} 1") && metrics.contains("framerelay_recording_stopped{app_group=\"\(b.name)\"} 0"), "\(metrics)")
     }
 
+    /// Ctrl-C during a recording: one line says what the file holds (frames,
+    /// time, bytes, where), and it is what ffprobe reads there; the producer
+    /// says once that its host went away, and goes on.
+    @Test func ctrlCDuringARecordingSaysWhatWasWrittenAndTheProducerHearsOfIt() throws {
+        let group = uniqueGroup("ctrlcrec")
+        let path = Paths.temporaryDirectory().appendingPathComponent("screen.ivf").path
+        let h = host([group], ["--record", path])
+        let p = producer(group, ["--size", "320x240", "--fps", "30", "--duration", "6"])
+        #expect(h.waitForLog("first-frame"))
+        sleep(2)
+        h.signal(SIGINT)
+        #expect(h.wait(timeout: 10) == 0, "\(h.stderr)")
+        let line = try #require(h.stderr.split(separator: "\n").first { $0.contains(": recorded ") }, "\(h.stderr)")
+        let probed = try #require(probe(path), "ffprobe cannot read the recording")
+        let bytes = (try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+        // The frames and their bytes (the file, less its 32-byte header and 12 bytes a frame), and as long as ffprobe says it plays.
+        #expect(line.hasPrefix("frame-relay: \(group.name): recorded \(probed.frames) frames, ") && line.hasSuffix(" bytes to \(path)"), "\(line)")
+        #expect(line.contains(" \(bytes - 32 - 12 * probed.frames) bytes to "), "\(line): the file has \(bytes) bytes")
+        let seconds = Double(line.split(separator: ",")[1].trimmingCharacters(in: .whitespaces).dropLast(2)) ?? -1
+        #expect(probed.frames >= 40 && abs(seconds - probed.duration) <= 0.05, "\(line) against ffprobe's \(probed)")
+        #expect(p.wait(timeout: 10) == 0)
+        #expect(p.stderr.components(separatedBy: "the host (pid \(h.pid)) went away from \(group.name)").count == 2, "\(p.stderr)")
+    }
+
     /// A second host of the same App Group naming the same recording is
     /// refused before it opens anything (one line naming the first host's
     /// pid), and a host of another App Group naming it cannot take the
@@ -87,7 +111,8 @@ import Testing
 
     /// Two hosts of one App Group started at the same moment, before any
     /// producer: exactly one is refused, naming the other's pid, and the
-    /// file it was told to record into is as it was.
+    /// file it was told to record into is as it was (the other, with no
+    /// producer in its 2 s, exits 1 too, saying it recorded nothing).
     @Test func twoHostsStartedAtOnceClaimTheAppGroupOnce() throws {
         let dir = Paths.temporaryDirectory().path
         let earlier = Data((0..<264_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
@@ -97,9 +122,10 @@ import Testing
             for path in paths { try earlier.write(to: URL(fileURLWithPath: path)) }
             let hosts = paths.map { Spawned(Paths.executable("frame-relay"), ["--app-group", group.name, "--record", $0, "--duration", "2", "--quiet"]) }
             let statuses = hosts.map { $0.wait(timeout: 20) }
-            let refused = try #require(statuses.firstIndex(of: 1), "neither host was refused: \(statuses) \(hosts.map(\.stderr))")
+            let refused = try #require(hosts.firstIndex { $0.stderr.contains("is already hosted by pid") }, "neither host was refused: \(statuses) \(hosts.map(\.stderr))")
             let other = 1 - refused
-            #expect(statuses[other] == 0, "\(hosts[other].stderr)")
+            #expect(statuses == [1, 1] && !hosts[other].stderr.contains("is already hosted"), "\(hosts[other].stderr)")
+            #expect(hosts[other].stderr.contains("recorded nothing to \(paths[other])"), "\(hosts[other].stderr)")
             #expect(hosts[refused].stderr.contains("\(group.name) is already hosted by pid \(hosts[other].pid)"), "\(hosts[refused].stderr)")
             #expect(try Data(contentsOf: URL(fileURLWithPath: paths[refused])) == earlier, "the refused host touched \(paths[refused])")
         }

@@ -155,6 +155,11 @@ public final class Host {
         drainTraces()
         let finals = receivers.map(\.snapshot)
         for share in finals { say("summary: " + StatusLine.format(share)) }
+        // What each recording holds, however the run ended (Ctrl-C too): a stopped one is said below, as an error.
+        for share in finals {
+            guard let recording = share.recording, recording.stopped == nil, recording.frames > 0 else { continue }
+            say("\(share.appGroup): recorded \(recording.frames) frames, \(fixed(recording.seconds, 1)) s, \(recording.bytes) bytes to \(recording.path)")
+        }
         if let path = s.reportPath {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

@@ -87,6 +87,9 @@ public final class IVFWriter {
         withUnsafeBytes(of: UInt32(clamping: lastPts + 1).littleEndian) { bytes in _ = try? file.write(bytes, at: 24) }
     }
 
+    /// How long the file plays: its length in frames (the last pts + 1) at its frame rate.
+    public var seconds: Double { Double(lastPts + 1) / Double(frameRate) }
+
     /// Sets the picture size in the file header (known once the first frame arrives).
     public func setDimensions(width: Int, height: Int) {
         let size = (UInt16(clamping: width).littleEndian, UInt16(clamping: height).littleEndian)

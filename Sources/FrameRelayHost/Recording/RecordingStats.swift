@@ -5,6 +5,8 @@ public struct RecordingStats: Sendable, Codable, Equatable {
     public var path: String
     public var frames: UInt64 = 0
     public var bytes: UInt64 = 0
+    /// How long it plays (its last frame's time + one frame, as the file says).
+    public var seconds: Double = 0
     public var stopped: String?
 
     public init(path: String) { self.path = path }

@@ -34,6 +34,7 @@ public final class ShareRecording: FrameSink {
             try writer.write(frame)
             stats.frames += 1
             stats.bytes += UInt64(frame.bytes.count)
+            stats.seconds = writer.seconds
         } catch {
             stats.stopped = "\(error.call): \(error.code)"
             writer.finish()

@@ -67,6 +67,13 @@ public final class Y4MFileSource: FrameSource {
     /// throws a ``SourceError`` naming `path` and what is wrong.
     public static func parseHeader(_ head: ArraySlice<UInt8>, path: String) throws(SourceError) -> Header {
         guard head.count > 10, head.starts(with: Array("YUV4MPEG2 ".utf8)), let newline = head.firstIndex(of: 0x0A) else {
+            // A packed clip (the shared one comes as .y4m.xz): say how to unpack it (here, wherever the packed one lies).
+            for (magic, kind, unpack, suffix) in [([0xFD, 0x37, 0x7A, 0x58, 0x5A, 0x00], "xz", "xz -dc", ".xz"), ([0x1F, 0x8B], "gzip", "gunzip -c", ".gz"), ([0x28, 0xB5, 0x2F, 0xFD], "zstd", "zstd -dc", ".zst")]
+                as [([UInt8], String, String, String)] where head.starts(with: magic) {
+                let name = String(path.split(separator: "/").last ?? "clip")
+                let unpacked = name.hasSuffix(suffix) && name.count > suffix.count ? String(name.dropLast(suffix.count)) : name + ".y4m"
+                throw SourceError.malformed(path, "it is \(kind)-compressed, not a YUV4MPEG2 file: unpack it first (\(unpack) \(path) > \(unpacked))")
+            }
             throw SourceError.malformed(path, "not a YUV4MPEG2 file")
         }
         var width = 0, height = 0, rate = 30.0

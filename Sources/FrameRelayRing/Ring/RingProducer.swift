@@ -330,6 +330,13 @@ public final class RingProducer {
     /// Frames the host took so far (any host, across restarts).
     public var framesTaken: UInt64 { header.framesTaken.pointee.load(ordering: .relaxed) }
 
+    /// The host attached now, if one is and it is alive: its pid (a host
+    /// killed with -9 leaves its pid behind; one that detached, none).
+    public var hostPid: Int32? {
+        let pid = Int32(bitPattern: header.hostPid.pointee.load(ordering: .acquiring))
+        return pid > 0 && processIsAlive(pid) ? pid : nil
+    }
+
     /// Marks the broadcast finished, wakes the host and removes the segment's
     /// name; the host keeps its mapping until it lets go.
     public func finish() {

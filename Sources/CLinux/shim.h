@@ -38,15 +38,17 @@ static inline int clinux_pipe2(int fds[2], int flags) {
     return (int)syscall(SYS_pipe2, fds, flags);
 }
 
-/// The pid of the process at the other end of a connected Unix socket
+/// The pid and uid of the process at the other end of a connected Unix socket
 /// (SO_PEERCRED: struct ucred needs _GNU_SOURCE, which the Glibc module lacks). -1 + errno on failure.
 /// Through syscall(2): sys/socket.h here would clash with the Glibc module's socket types.
 struct clinux_ucred { int32_t pid; uint32_t uid; uint32_t gid; };
-static inline int clinux_peer_pid(int fd) {
+static inline int clinux_peer_credentials(int fd, int32_t *pid, uint32_t *uid) {
     struct clinux_ucred credentials;
     uint32_t size = sizeof credentials;
     if (syscall(SYS_getsockopt, fd, 1 /* SOL_SOCKET */, 17 /* SO_PEERCRED */, &credentials, &size) != 0) return -1;
-    return credentials.pid;
+    *pid = credentials.pid;
+    *uid = credentials.uid;
+    return 0;
 }
 
 extern const char *strerrorname_np(int errnum);

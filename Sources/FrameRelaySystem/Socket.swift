@@ -59,9 +59,9 @@ public struct Socket: ~Copyable {
     }
 
     /// The process at the other end of a connected Unix socket (`SO_PEERCRED`).
-    package func peerProcess() -> Int32? {
-        let pid = clinux_peer_pid(rawValue)
-        return pid > 0 ? pid : nil
+    package func peerProcess() -> (pid: Int32, uid: UInt32)? {
+        var pid: Int32 = 0, uid: UInt32 = 0
+        return clinux_peer_credentials(rawValue, &pid, &uid) == 0 && pid > 0 ? (pid, uid) : nil
     }
 
     /// The address this socket is bound to.

@@ -220,6 +220,26 @@ import Testing
         #expect(!segmentExists(group))
     }
 
+    /// Anyone may bind an App Group's claim first (an abstract socket has no
+    /// owner): a host refused by a process that is not a frame-relay host of
+    /// this user names it, with its pid, user and program, and touches nothing.
+    @Test func aClaimHeldByAnotherProgramOrUserIsNamedForWhatItIs() throws {
+        let group = uniqueGroup("squat")
+        let recording = Paths.temporaryDirectory().appendingPathComponent("r.ivf").path
+        let name = "frame-relay-host" + group.sharedMemoryName
+        let squatter = "import socket, sys, time\ns = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\ns.bind('\\0' + sys.argv[1])\ns.listen(1)\nprint('bound', flush=True)\ntime.sleep(30)"
+        for (user, uid) in [([] as [String], getuid()), (["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"], 65534)] {
+            let holder = Spawned(user.first ?? "/usr/bin/python3", Array(user.dropFirst()) + (user.isEmpty ? [] : ["/usr/bin/python3"]) + ["-c", squatter, name])
+            defer { holder.signal(SIGKILL) }
+            for _ in 0..<100 where !holder.stdout.contains("bound") { usleep(50_000) }
+            let refused = run(Paths.executable("frame-relay"), ["--app-group", group.name, "--record", recording, "--duration", "1"])
+            #expect(refused.status == 1, "\(refused.stderr)")
+            #expect(refused.stderr == "frame-relay: error: \(group.name) is claimed by pid \(holder.pid) (uid \(uid), python3), not a frame-relay host of this user: "
+                + "this host opened and wrote nothing; stop that process or use another App Group\n", "\(refused.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: recording))
+        }
+    }
+
     @Test func signalPausesAndResumesLive() throws {
         let group = uniqueGroup("sig")
         let h = host([group], [])

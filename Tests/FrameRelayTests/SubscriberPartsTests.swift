@@ -87,6 +87,7 @@ import Testing
         #expect(offer.iceUfrag == "rGaC" && offer.icePassword == "XYXc32NOzfVXFCpLe2UrrK" && offer.mid == "v")
         #expect(offer.payloadType == 96 && offer.rtxPayloadType == 97)
         #expect(offer.fingerprint.count == 32 && offer.fingerprint.first == 0x73 && offer.fingerprint.last == 0x95)
+        #expect(offer.ssrcs == [1_072_619_482, 1_258_909_840])
         let answer = offer.answer(ufrag: "abcd", password: "p" + String(repeating: "x", count: 21), fingerprint: "sha-256 AA", address: "10.200.0.1", port: 4000)
             .components(separatedBy: "\r\n")
         for line in ["a=ice-lite", "m=video 9 UDP/TLS/RTP/SAVPF 96 97", "a=recvonly", "a=setup:active", "a=rtcp-mux", "a=ice-ufrag:abcd",
@@ -95,6 +96,17 @@ import Testing
         }
         // It takes no header extension: Janus then sends none.
         #expect(!answer.contains { $0.hasPrefix("a=extmap") })
+    }
+
+    /// Only the offer's SSRCs reach libsrtp (which keeps state for each it
+    /// authenticates); an offer that names none lets the first four in.
+    @Test func onlyTheOffersSSRCsAreDecrypted() throws {
+        var filter = SSRCFilter(offered: try JanusOffer(parsing: Self.janusOffer).ssrcs)
+        #expect(filter.accepts(1_072_619_482) && filter.accepts(1_258_909_840))
+        #expect((1...10_000).allSatisfy { !filter.accepts(UInt32($0)) })
+        var learning = SSRCFilter(offered: [])
+        #expect((1...4).allSatisfy { learning.accepts(UInt32($0)) } && learning.accepts(3))
+        #expect((5...10_000).allSatisfy { !learning.accepts(UInt32($0)) })
     }
 
     /// Janus's media address is the first unicast IPv4 host candidate: a

@@ -56,6 +56,8 @@ import Testing
         #expect(counted.allSatisfy { count in decoded.allSatisfy { abs(Int($0) - Int(count)) <= 45 } }, "decoders \(decoded), counters \(counted)")
         #expect(result.picturesMatched >= 200 && result.picturesMismatched == 0, "\(result.picturesMatched) stamps matched, \(result.picturesMismatched) wrong")
         #expect(result.totals.packetsLost == 0 && result.totals.framesSkipped == 0, "\(result.totals)")
+        // Janus's packets all come under the offer's SSRCs, its Sender Reports too.
+        #expect(result.totals.strangeSSRCs == 0 && result.totals.senderReports >= 4 && result.totals.srtpFailures == 0, "\(result.totals)")
         let latency = try #require(result.latency)
         print("subscribe: \(result.totals.framesDecodable) frames counted, \(result.picturesMatched) pictures checked; capture → decodable p50 \(latency.p50Ms) ms p99 \(latency.p99Ms) ms")
         #expect(latency.count >= 400 && latency.p50Ms > 0 && latency.p99Ms < 200, "\(latency)")

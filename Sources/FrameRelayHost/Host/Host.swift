@@ -62,7 +62,7 @@ public final class Host {
         let claims = try s.groups.map { group throws(RingError) in try HostClaim(group) }
         defer { withExtendedLifetime(claims) {} }
         for group in s.groups {
-            if let pid = RingHost.otherHost(of: group) { throw RingError.appGroupHosted(appGroup: group.name, pid: pid) }
+            if let pid = RingHost.otherHost(of: group) { throw RingError.appGroupHosted(appGroup: group.name, holder: RingError.Holder(pid: pid)) }
         }
         // The files written all along (recordings, the trace) next, each locked: one another live host
         // writes is refused before Janus or anything else is touched.

@@ -8,7 +8,10 @@ import FrameRelaySystem
 /// started at the same moment, or one started while another still waits
 /// for its producer, exactly one holds it. The claim goes with its process
 /// (kill -9 too) and leaves no file behind; a host refused learns the
-/// holder's pid by connecting (`SO_PEERCRED`). Abstract names belong to a
+/// holder's pid and user by connecting (`SO_PEERCRED`), and its program
+/// from /proc. Any process may bind an abstract name (they have no owner
+/// or mode): one that is not a frame-relay host of this user is named as
+/// such, with its pid, user and program, never taken for a host. Abstract names belong to a
 /// network namespace: hosts in two namespaces sharing one /dev/shm are kept
 /// apart by the ring's host pid (``RingHost/otherHost(of:)``) instead.
 public final class HostClaim {
@@ -22,15 +25,25 @@ public final class HostClaim {
             try socket.bind(to: address)
             try socket.listen(backlog: 16)
         } catch {
-            if error.code == .addressInUse { throw .appGroupHosted(appGroup: appGroup.name, pid: Self.holder(of: address)) }
+            if error.code == .addressInUse { throw .appGroupHosted(appGroup: appGroup.name, holder: Self.holder(of: address)) }
             throw .system(error)
         }
         self.socket = socket
     }
 
-    /// The pid of the host holding the claim at `address` (nil if it cannot be asked now).
-    private static func holder(of address: SocketAddress) -> Int32? {
-        guard let probe = try? Socket(family: AF_UNIX, type: SOCK_STREAM, nonBlocking: true), (try? probe.connect(to: address)) != nil else { return nil }
-        return probe.peerProcess()
+    /// The process holding the claim at `address` (nil if it cannot be asked now).
+    private static func holder(of address: SocketAddress) -> RingError.Holder? {
+        guard let probe = try? Socket(family: AF_UNIX, type: SOCK_STREAM, nonBlocking: true), (try? probe.connect(to: address)) != nil,
+            let peer = probe.peerProcess()
+        else { return nil }
+        return RingError.Holder(pid: peer.pid, uid: peer.uid, program: program(of: peer.pid))
+    }
+
+    /// A process's program name, from `/proc/PID/comm` (nil when it cannot be read).
+    private static func program(of pid: Int32) -> String? {
+        guard let file = try? FileDescriptor.open("/proc/\(pid)/comm", O_RDONLY) else { return nil }
+        var bytes = [UInt8](repeating: 0, count: 64)
+        guard let count = try? bytes.withUnsafeMutableBytes({ buffer throws(SystemError) in try file.read(into: buffer, at: 0) }) else { return nil }
+        return String(decoding: bytes.prefix(count).prefix { $0 != 0x0A }, as: UTF8.self)
     }
 }

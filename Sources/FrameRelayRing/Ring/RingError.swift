@@ -1,3 +1,4 @@
+@preconcurrency import Glibc
 import FrameRelaySystem
 /// Why a ring could not be created or attached. Each description is one line
 /// that names the segment and what was wrong.
@@ -12,7 +13,7 @@ public enum RingError: Error, CustomStringConvertible {
     case producerRunning(segment: String, pid: Int32)
     case hostRunning(segment: String, pid: Int32)
     /// Another host serves the App Group: this one stops before opening any output.
-    case appGroupHosted(appGroup: String, pid: Int32?)
+    case appGroupHosted(appGroup: String, holder: Holder?)
     case frameTooLarge(bytes: Int, capacity: Int)
     case badCapacity(Int)
 
@@ -36,13 +37,36 @@ public enum RingError: Error, CustomStringConvertible {
             "segment \(segment) is in use by another producer (pid \(pid))"
         case .hostRunning(let segment, let pid):
             "segment \(segment) already has a host attached (pid \(pid))"
-        case .appGroupHosted(let appGroup, let pid):
-            "\(appGroup) is already hosted by \(pid.map { "pid \($0)" } ?? "another frame-relay"): this host opened and wrote nothing"
+        case .appGroupHosted(let appGroup, let holder):
+            if let holder, !holder.isOurHost {
+                "\(appGroup) is claimed by pid \(holder.pid) (uid \(holder.uid), \(holder.program.map { PeerText.quoted($0) } ?? "program unknown")), "
+                    + "not a frame-relay host of this user: this host opened and wrote nothing; stop that process or use another App Group"
+            } else {
+                "\(appGroup) is already hosted by \(holder.map { "pid \($0.pid)" } ?? "another frame-relay"): this host opened and wrote nothing"
+            }
         case .frameTooLarge(let bytes, let capacity):
             "frame of \(bytes) bytes does not fit the ring's \(capacity)-byte slots"
         case .badCapacity(let capacity):
             "invalid slot capacity \(capacity) bytes"
         }
+    }
+}
+
+extension RingError {
+    /// The process that holds an App Group's host claim: its pid, user and program (`/proc/PID/comm`).
+    public struct Holder: Sendable, Equatable {
+        public var pid: Int32
+        public var uid: UInt32
+        public var program: String?
+
+        public init(pid: Int32, uid: UInt32 = getuid(), program: String? = "frame-relay") {
+            self.pid = pid
+            self.uid = uid
+            self.program = program
+        }
+
+        /// A frame-relay host of this user (the one that refused us is one, or is not).
+        public var isOurHost: Bool { uid == getuid() && program == "frame-relay" }
     }
 }
 

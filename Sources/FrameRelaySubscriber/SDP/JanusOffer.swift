@@ -14,6 +14,8 @@ struct JanusOffer: Equatable {
     var rtxPayloadType: Int?
     /// The IPv4 address of Janus's first host candidate: where its media comes from (not always its API's address).
     var candidateAddress: String?
+    /// The SSRCs the video section names (`a=ssrc`: the stream and its retransmissions); empty when it names none.
+    var ssrcs: [UInt32] = []
 
     /// Parses `sdp`; throws a ``SubscriberError/badOffer(_:)`` naming what is missing.
     init(parsing sdp: String) throws(SubscriberError) {
@@ -21,6 +23,7 @@ struct JanusOffer: Equatable {
         var rtx: [Int: Int] = [:]  // rtx payload type → the payload type it repairs
         var rtxTypes: Set<Int> = []
         var candidateAddress: String?
+        var ssrcs: [UInt32] = []
         for raw in sdp.split(whereSeparator: \.isNewline) {
             let line = raw.drop { $0 == " " }
             if line.hasPrefix("m=") {
@@ -50,6 +53,9 @@ struct JanusOffer: Equatable {
                 let parts = value.split(separator: " ")
                 if parts.count == 2, parts[1].uppercased().hasPrefix("VP8/90000"), let type = Int(parts[0]), vp8 == nil { vp8 = type }
                 if parts.count == 2, parts[1].lowercased().hasPrefix("rtx/90000"), let type = Int(parts[0]) { rtxTypes.insert(type) }
+            case "ssrc" where video:
+                // "1072619482 cname:janus": each SSRC once, a few at most (a stream and its retransmissions).
+                if let ssrc = value.split(separator: " ").first.flatMap({ UInt32($0) }), !ssrcs.contains(ssrc), ssrcs.count < SSRCFilter.limit { ssrcs.append(ssrc) }
             case "fmtp" where video:
                 // "97 apt=96"
                 let parts = value.split(separator: " ")
@@ -68,6 +74,7 @@ struct JanusOffer: Equatable {
         payloadType = vp8
         rtxPayloadType = rtxTypes.filter { rtx[$0] == vp8 }.min()
         self.candidateAddress = candidateAddress
+        self.ssrcs = ssrcs
     }
 
     /// A dotted-quad unicast IPv4 address: never a name to look up (the

@@ -94,6 +94,7 @@ extension SubscriberStats {
         decodeErrors += other.decodeErrors
         stampsRead += other.stampsRead
         srtpFailures += other.srtpFailures
+        strangeSSRCs += other.strangeSSRCs
         stunAnswered += other.stunAnswered
         stunRefused += other.stunRefused
         linkLostIn += other.linkLostIn

@@ -28,6 +28,8 @@ final class Subscriber {
     private let inbound: ImpairedPath?
     private let outbound: ImpairedPath?
     private let ssrc = UInt32.random(in: 1...UInt32.max)
+    /// Janus's SSRCs this viewer decrypts.
+    private var ssrcs: SSRCFilter
     private(set) var stats = SubscriberStats()
     private var asking: [UInt16] = []
     private let scratch: UnsafeMutableRawPointer
@@ -62,6 +64,7 @@ final class Subscriber {
         inbound = link.isPerfect ? nil : ImpairedPath(link, limitsRate: true, capacity: 384 << 10)
         outbound = link.isPerfect ? nil : ImpairedPath(link, limitsRate: false, capacity: 96 << 10)
         scratch = .allocate(byteCount: 2048, alignment: 16)
+        ssrcs = SSRCFilter(offered: offer.ssrcs)
         stats.decodes = decodes
         asking.reserveCapacity(Self.nackBatch)
     }
@@ -109,7 +112,14 @@ final class Subscriber {
             afterDTLS(now: now)
         case 128...191:
             guard let srtp, let peer, source.isSame(as: peer), datagram.count >= 12 else { return }
-            if (192...223).contains(datagram[1]) {
+            // Only the offer's streams reach libsrtp, which keeps state for every SSRC it authenticates.
+            let rtcp = (192...223).contains(datagram[1])
+            let ssrc = UInt32(bigEndian: UnsafeRawBufferPointer(datagram).loadUnaligned(fromByteOffset: rtcp ? 4 : 8, as: UInt32.self))
+            guard ssrcs.accepts(ssrc) else {
+                stats.strangeSSRCs += 1
+                return
+            }
+            if rtcp {
                 guard let length = srtp.unprotectRTCP(datagram) else {
                     stats.srtpFailures += 1
                     return

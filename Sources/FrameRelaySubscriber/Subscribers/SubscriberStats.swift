@@ -39,8 +39,10 @@ public struct SubscriberStats: Codable, Sendable, Equatable {
     public var framesDecoded: UInt64 = 0
     public var decodeErrors: UInt64 = 0
     public var stampsRead: UInt64 = 0
-    /// Packets that failed SRTP authentication, STUN requests answered and refused.
+    /// Packets that failed SRTP authentication, and SRTP and SRTCP packets of an SSRC the offer did not name (dropped before decrypting).
     public var srtpFailures: UInt64 = 0
+    public var strangeSSRCs: UInt64 = 0
+    /// STUN requests answered and refused.
     public var stunAnswered: UInt64 = 0
     public var stunRefused: UInt64 = 0
     /// The link's own drops, each way: at random, (downlink) a full rate

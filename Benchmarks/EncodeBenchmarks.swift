@@ -135,7 +135,8 @@ final class RelayPath {
         var options = SharePipeline.Options()
         options.settings = settings
         options.encodeEveryFrame = encodeEveryFrame
-        pipeline = try SharePipeline(options: options, rtp: transport, viewers: viewers)
+        let sinks: [(any FrameSink)?] = [transport, viewers]
+        pipeline = try SharePipeline(options: options, sinks: sinks.compactMap { $0 })
     }
 
     deinit {

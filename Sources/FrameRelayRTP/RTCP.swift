@@ -1,6 +1,8 @@
-/// RTCP packets we send (Sender Report; a receiver's report, NACK and PLI)
-/// and read (receiver reports and feedback: PLI, FIR, generic NACK), RFC
-/// 3550 / 4585 / 5104, and the one application packet of our own.
+/// RTCP packets we send (Sender Report; a receiver's report, NACK, PLI,
+/// FIR, REMB) and read (receiver reports and feedback: PLI, FIR, generic
+/// NACK, REMB), RFC 3550 / 4585 / 5104, draft-alvestrand-rmcat-remb, and the
+/// one application packet of our own. Every writer has a byte-exact vector
+/// in `RTCPTests`.
 package enum RTCP {
     package static let senderReport: UInt8 = 200
     package static let receiverReport: UInt8 = 201
@@ -20,8 +22,21 @@ package enum RTCP {
         package var fractionLost: UInt8?
         /// The receiver said it asks for what it misses in our stream (``writeAsksForRepair(into:sender:media:)``).
         package var asksForRepair = false
+        /// The bitrate a REMB naming our stream allows (bits/s), the last one in the packet.
+        package var estimatedBitrate: UInt64?
 
         package init() {}
+
+        /// Clears it for the next packet, keeping the NACK list's storage.
+        package mutating func reset() {
+            pictureLoss = false
+            fullIntraRequest = false
+            nacked.removeAll(keepingCapacity: true)
+            receiverReports = 0
+            fractionLost = nil
+            asksForRepair = false
+            estimatedBitrate = nil
+        }
     }
 
     /// The name of the APP packet (RFC 3550 §6.7) with which a receiver says
@@ -51,6 +66,8 @@ package enum RTCP {
         out.storeBytes(of: media.bigEndian, toByteOffset: 12, as: UInt32.self)
         return 16
     }
+
+    package static let senderReportSize = 28
 
     /// Writes a 28-byte Sender Report into `out`.
     package static func writeSenderReport(into out: UnsafeMutableRawPointer, ssrc: UInt32, ntp: UInt64, rtpTimestamp: UInt32, packets: UInt32, octets: UInt32) {
@@ -104,6 +121,36 @@ package enum RTCP {
         return 12
     }
 
+    /// Writes a 20-byte Full Intra Request (RFC 5104 §4.3.1) for `media` with
+    /// command sequence number `sequence` into `out` (the header's media SSRC is 0, as the RFC has it).
+    package static func writeFIR(into out: UnsafeMutableRawPointer, sender: UInt32, media: UInt32, sequence: UInt8) -> Int {
+        writeHeader(into: out, count: 4, type: payloadFeedback, words: 4, sender: sender, then: 0)
+        out.storeBytes(of: media.bigEndian, toByteOffset: 12, as: UInt32.self)
+        out.storeBytes(of: (UInt32(sequence) << 24).bigEndian, toByteOffset: 16, as: UInt32.self)  // then 3 reserved bytes
+        return 20
+    }
+
+    /// The unique identifier of a REMB (draft-alvestrand-rmcat-remb): "REMB".
+    static let rembIdentifier: UInt32 = 0x5245_4D42
+
+    /// Writes a Receiver Estimated Maximum Bitrate (PT 206, FMT 15) of
+    /// `bitrate` bits/s for `media` (each SSRC the estimate covers) into
+    /// `out`: the bitrate as an 18-bit mantissa times 2 to a 6-bit exponent,
+    /// rounded down; returns its length, 20 + 4 per SSRC.
+    package static func writeREMB(into out: UnsafeMutableRawPointer, sender: UInt32, bitrate: UInt64, media: [UInt32]) -> Int {
+        writeHeader(into: out, count: 15, type: payloadFeedback, words: UInt16(4 + media.count), sender: sender, then: 0)
+        var exponent: UInt32 = 0, mantissa = bitrate
+        while mantissa >= 1 << 18, exponent < 63 {
+            mantissa >>= 1
+            exponent += 1
+        }
+        out.storeBytes(of: rembIdentifier.bigEndian, toByteOffset: 12, as: UInt32.self)
+        let word = UInt32(media.count & 0xFF) << 24 | exponent << 18 | UInt32(min(mantissa, (1 << 18) - 1))
+        out.storeBytes(of: word.bigEndian, toByteOffset: 16, as: UInt32.self)
+        for (index, ssrc) in media.enumerated() { out.storeBytes(of: ssrc.bigEndian, toByteOffset: 20 + 4 * index, as: UInt32.self) }
+        return 20 + 4 * media.count
+    }
+
     /// The 12 bytes these packets begin with: version 2, `count` (report
     /// blocks, feedback format or APP subtype), `type`, the length in words
     /// less one, the sender's SSRC, then one word (the media SSRC, or the APP name).
@@ -142,6 +189,13 @@ package enum RTCP {
                 let media = u32(offset + 8)
                 // Only for our stream: a PLI for SSRC 0 or another's is not ours to answer.
                 if count == 1, media == ssrc { feedback.pictureLoss = true }
+                if count == 15, length >= 20, u32(offset + 12) == rembIdentifier {
+                    let word = u32(offset + 16), ssrcs = Int(word >> 24)
+                    let bitrate = UInt64(word & 0x3_FFFF) << UInt64((word >> 18) & 0x3F)
+                    for index in 0..<ssrcs where offset + 20 + 4 * index + 4 <= offset + length {
+                        if u32(offset + 20 + 4 * index) == ssrc { feedback.estimatedBitrate = bitrate }
+                    }
+                }
                 if count == 4 {
                     var at = offset + 12
                     while at + 8 <= offset + length {

@@ -58,11 +58,11 @@ struct EncodeOutcomeTests {
         var frames = 0, keyframes = 0, bytes = 0, finished = false
         var sizes: Set<String> = []
 
-        func deliver(_ frame: EncodedFrame, width: Int, height: Int, captureTime: UInt64, timing: inout FrameTiming) {
+        func deliver(_ frame: EncodedFrame, captureTime: UInt64, timing: inout FrameTiming) {
             frames += 1
             keyframes += frame.isKeyframe ? 1 : 0
             bytes += frame.bytes.count
-            sizes.insert("\(width)x\(height)")
+            sizes.insert("\(frame.width)x\(frame.height)")
         }
 
         func finish() { finished = true }

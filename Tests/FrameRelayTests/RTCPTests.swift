@@ -1,4 +1,4 @@
-import FrameRelayRTP
+@testable import FrameRelayRTP
 import Testing
 
 /// The receiver's report arithmetic (RFC 3550 A.1, A.3) and the compound
@@ -58,6 +58,44 @@ struct RTCPTests {
         for sequence: UInt16 in [50_000, 50_001, 50_002, 50_004] { record(sequence) }
         let restarted = reception.block(now: time)
         #expect(restarted.extendedHighestSequence == 50_004 && restarted.cumulativeLost == 1, "\(restarted)")
+    }
+
+    /// Each writer against its byte-exact vector (pion/rtcp's where it has
+    /// one: the same fields give the same bytes), and read back by the parser.
+    @Test func everyWriterWritesItsVectorAndThePacketReadsBack() {
+        func written(_ write: (UnsafeMutableRawPointer) -> Int) -> [UInt8] {
+            var bytes = [UInt8](repeating: 0xEE, count: 64)
+            let length = bytes.withUnsafeMutableBytes { write($0.baseAddress!) }
+            return Array(bytes[..<length])
+        }
+        func parsed(_ bytes: [UInt8], ssrc: UInt32) -> RTCP.Feedback {
+            var feedback = RTCP.Feedback()
+            bytes.withUnsafeBytes { RTCP.parse($0, ssrc: ssrc, into: &feedback) }
+            return feedback
+        }
+        let sr = written { RTCP.writeSenderReport(into: $0, ssrc: 0x902F_9E2E, ntp: 0xDA8B_D1FC_DDDD_A05A, rtpTimestamp: 0xAAF4_EDD5, packets: 1, octets: 2); return 28 }
+        #expect(sr == [0x80, 0xC8, 0x00, 0x06, 0x90, 0x2F, 0x9E, 0x2E, 0xDA, 0x8B, 0xD1, 0xFC, 0xDD, 0xDD, 0xA0, 0x5A, 0xAA, 0xF4, 0xED, 0xD5, 0, 0, 0, 1, 0, 0, 0, 2])
+        let block = ReceptionStatistics.Block(fractionLost: 0, cumulativeLost: 0, extendedHighestSequence: 0x46E1, jitter: 273, lastSenderReport: 0x09F3_6432,
+                                              delaySinceLastSenderReport: 150_137)
+        let rr = written { RTCP.writeReceiverReport(into: $0, sender: 0x902F_9E2E, media: 0xBC5E_9A40, block: block) }
+        #expect(rr == [0x81, 0xC9, 0x00, 0x07, 0x90, 0x2F, 0x9E, 0x2E, 0xBC, 0x5E, 0x9A, 0x40, 0, 0, 0, 0, 0, 0, 0x46, 0xE1, 0, 0, 0x01, 0x11,
+                       0x09, 0xF3, 0x64, 0x32, 0x00, 0x02, 0x4A, 0x79])
+        #expect(parsed(rr, ssrc: 0xBC5E_9A40).receiverReports == 1 && parsed(rr, ssrc: 0xBC5E_9A40).fractionLost == 0)
+        let pli = written { RTCP.writePLI(into: $0, sender: 0x902F_9E2E, media: 0x902F_9E2E) }
+        #expect(pli == [0x81, 0xCE, 0x00, 0x02, 0x90, 0x2F, 0x9E, 0x2E, 0x90, 0x2F, 0x9E, 0x2E] && parsed(pli, ssrc: 0x902F_9E2E).pictureLoss)
+        let fir = written { RTCP.writeFIR(into: $0, sender: 0, media: 0x1234_5678, sequence: 0x42) }
+        #expect(fir == [0x84, 0xCE, 0x00, 0x04, 0, 0, 0, 0, 0, 0, 0, 0, 0x12, 0x34, 0x56, 0x78, 0x42, 0, 0, 0])
+        #expect(parsed(fir, ssrc: 0x1234_5678).fullIntraRequest && parsed(fir, ssrc: 0x1234_5678).firSequence == 0x42)
+        let remb = written { RTCP.writeREMB(into: $0, sender: 1, bitrate: 8_927_168, media: [1_215_622_422]) }
+        #expect(remb == [143, 206, 0, 5, 0, 0, 0, 1, 0, 0, 0, 0, 82, 69, 77, 66, 1, 26, 32, 223, 72, 116, 237, 22])
+        #expect(parsed(remb, ssrc: 1_215_622_422).estimatedBitrate == 8_927_168 && parsed(remb, ssrc: 7).estimatedBitrate == nil)
+        // A bitrate past 18 bits of mantissa loses its low bits, never its size.
+        let rounded = written { RTCP.writeREMB(into: $0, sender: 1, bitrate: 1_000_001, media: [5]) }
+        #expect(parsed(rounded, ssrc: 5).estimatedBitrate == 1_000_000)
+        let empty = written { RTCP.writeEmptyReceiverReport(into: $0, sender: 0x0102_0304) }
+        #expect(empty == [0x80, 0xC9, 0x00, 0x01, 0x01, 0x02, 0x03, 0x04])
+        let app = written { RTCP.writeAsksForRepair(into: $0, sender: 0x0102_0304, media: 0x0A0B_0C0D) }
+        #expect(app == [0x80, 0xCC, 0x00, 0x03, 0x01, 0x02, 0x03, 0x04, 0x46, 0x52, 0x66, 0x62, 0x0A, 0x0B, 0x0C, 0x0D] && parsed(app, ssrc: 0x0A0B_0C0D).asksForRepair)
     }
 
     /// Hostile timestamps and a receiver left running for days do not trap.

@@ -84,23 +84,36 @@ import Testing
         #expect(polls > 0 && polls <= 110, "\(polls) polls")
     }
 
+    /// `frame-relay link-relay` on loopback with `arguments`, once it says its ports: the viewer side's and Janus's.
+    func linkRelay(_ arguments: [String]) throws -> (Spawned, [Int]) {
+        let relay = Spawned(Paths.executable("frame-relay"), ["link-relay", "--address", "127.0.0.1"] + arguments)
+        #expect(relay.waitForLog("page: ?relay="))
+        let ports = try #require(relay.stderr.components(separatedBy: "?relay=127.0.0.1:").last?.prefix { $0 != ")" }.split(separator: ":").compactMap { Int($0) })
+        try #require(ports.count == 2, "\(relay.stderr)")
+        return (relay, ports)
+    }
+
+    /// Python for a test peer: `sock()`, a UDP socket on loopback; `got(s)`, every datagram until `timeout` passes quiet.
+    static func pythonSockets(timeout: Double) -> String {
+        """
+        import socket
+        def sock():
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); s.settimeout(\(timeout)); return s
+        def got(s):
+            out = []
+            try:
+                while True: out.append(s.recv(65536))
+            except socket.timeout: return out
+
+        """
+    }
+
     /// The link relay's sides each take their peer from the first datagram
     /// and nothing from anyone else after: a stranger's datagram to the
     /// viewer side neither reaches Janus nor takes the stream.
     @Test func theLinkRelayFollowsNoStranger() throws {
-        let relay = Spawned(Paths.executable("frame-relay"), ["link-relay", "--address", "127.0.0.1", "--duration", "4"])
-        #expect(relay.waitForLog("page: ?relay="))
-        let ports = try #require(relay.stderr.components(separatedBy: "?relay=127.0.0.1:").last?.prefix { $0 != ")" }.split(separator: ":").compactMap { Int($0) })
-        try #require(ports.count == 2, "\(relay.stderr)")
-        let script = """
-            import socket
-            def sock():
-                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); s.settimeout(0.5); return s
-            def got(s):
-                out = []
-                try:
-                    while True: out.append(s.recv(2048))
-                except socket.timeout: return out
+        let (relay, ports) = try linkRelay(["--duration", "4"])
+        let script = Self.pythonSockets(timeout: 0.5) + """
             janus, viewer, stranger = sock(), sock(), sock()
             janus.sendto(b"janus-hello", ("127.0.0.1", \(ports[1])))
             viewer.sendto(b"viewer-hello", ("127.0.0.1", \(ports[0])))
@@ -122,19 +135,9 @@ import Testing
     /// pass the relay whole both ways, and its last line counts every drop
     /// by cause in both directions (none here), the rate only where the link has one.
     @Test func theLinkRelayPassesLargeDatagramsWholeAndCountsDropsByCause() throws {
-        let relay = Spawned(Paths.executable("frame-relay"), ["link-relay", "--address", "127.0.0.1", "--link", "delay=500ms", "--duration", "5"])
-        #expect(relay.waitForLog("page: ?relay="))
-        let ports = try #require(relay.stderr.components(separatedBy: "?relay=127.0.0.1:").last?.prefix { $0 != ")" }.split(separator: ":").compactMap { Int($0) })
-        try #require(ports.count == 2, "\(relay.stderr)")
-        let script = """
-            import socket, time
-            def sock():
-                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); s.settimeout(1.5); return s
-            def got(s):
-                out = []
-                try:
-                    while True: out.append(s.recv(65536))
-                except socket.timeout: return out
+        let (relay, ports) = try linkRelay(["--link", "delay=500ms", "--duration", "5"])
+        let script = Self.pythonSockets(timeout: 1.5) + """
+            import time
             janus, viewer = sock(), sock()
             janus.sendto(b"janus-hello", ("127.0.0.1", \(ports[1])))
             time.sleep(0.1)

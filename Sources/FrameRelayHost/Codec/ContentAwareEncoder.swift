@@ -47,13 +47,14 @@ public final class ContentAwareEncoder {
     public func requestKeyframe() { keyframes.request() }
 
     /// Converts and encodes one frame, handing each packet to `output`
-    /// (valid only during the call). `periodicKeyframes` says whether the
-    /// periodic keyframe applies now (asked once the picture is ready);
+    /// (valid only during the call). `periodicKeyframes`: whether the
+    /// periodic keyframe applies (some receiver cannot ask for one: the
+    /// transport's answer, given as a value; the encoder never asks the transport);
     /// `repeatWhenIdle`: send the idle repeat (``idleRepeatInterval``) on a
     /// still screen. A frame whose content cannot be converted or encoded
     /// throws ``InvalidFrame/undecodable(frameNumber:reason:)``.
     public func encode(
-        _ view: FrameView, periodicKeyframes: () -> Bool, repeatWhenIdle: Bool, output: (EncodedFrame) throws -> Void
+        _ view: FrameView, periodicKeyframes: Bool, repeatWhenIdle: Bool, output: (EncodedFrame) throws -> Void
     ) throws -> Result {
         let metadata = view.metadata
         // The producer says this is the picture already held: nothing to convert or compare.
@@ -68,7 +69,7 @@ public final class ContentAwareEncoder {
         }
         let converted = MonotonicClock.now()
         // Periodic keyframes only while some receiver cannot ask for one (always when every frame is encoded whole).
-        let periodic = damage == nil || periodicKeyframes()
+        let periodic = damage == nil || periodicKeyframes
         let keyframe = keyframes.isDue(width: input.width, height: input.height, pts: encoder.timestamp(for: metadata.captureTime), periodic: periodic)
         var plan = RefreshSchedule.Plan.everything
         if let damage {

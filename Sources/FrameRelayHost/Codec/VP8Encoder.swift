@@ -143,7 +143,7 @@ public final class VP8Encoder {
             outcome.produced = true
             outcome.keyframe = outcome.keyframe || isKey
             outcome.bytes += frame.sz
-            try output(EncodedFrame(bytes: UnsafeRawBufferPointer(start: frame.buf, count: frame.sz), isKeyframe: isKey, pts: frame.pts))
+            try output(EncodedFrame(bytes: UnsafeRawBufferPointer(start: frame.buf, count: frame.sz), isKeyframe: isKey, pts: frame.pts, width: width, height: height))
         }
         outcome.quantizer = Int(cvpx_last_quantizer(&context))
         return outcome

@@ -105,7 +105,8 @@ public final class Host {
         // Pipelines before the viewer: bad settings and unwritable recordings fail before any frame.
         let pipelines = try s.encoding.map {
             try $0.enumerated().map { index, options in
-                try SharePipeline(options: options, rtp: transports?[index], viewers: broadcasts?[index], recorder: recorders?[index])
+                let sinks: [(any FrameSink)?] = [transports?[index], broadcasts?[index]]
+                return try SharePipeline(options: options, recorder: recorders?[index], sinks: sinks.compactMap { $0 })
             }
         }
         if let http = s.http, let broadcasts {

@@ -4,7 +4,8 @@ import FrameRelayFrames
 
 /// One share's frame path after the take, in one visible sequence:
 /// convert if needed → encode VP8 → deliver to each ``FrameSink``
-/// (recording, RTP, viewers), each stage's time written on the frame itself.
+/// (the recording, then those given: RTP, viewers), each stage's time
+/// written on the frame itself. It knows its outputs only as sinks.
 public final class SharePipeline {
     /// What to encode and where to put it.
     public struct Options: Sendable {
@@ -25,9 +26,6 @@ public final class SharePipeline {
     private let recorder: ShareRecording?
     /// The recording's figures, when the share records.
     public var recording: RecordingStats? { recorder?.stats }
-    /// The share's RTP stream and live viewers, when it has them.
-    private let rtp: RTPSession?
-    private let viewers: FrameBroadcast?
     /// Every output, in the order each frame reaches them.
     private let sinks: [any FrameSink]
     /// What the encoder did so far (the share's statistics add the latencies).
@@ -35,11 +33,9 @@ public final class SharePipeline {
 
     /// Validates the settings and opens the recording now (unless `recorder`
     /// is one opened already), so that a bad setting or an unwritable path
-    /// fails before any frame arrives. Frames go to the recording, `rtp`,
-    /// `viewers` and then each of `sinks`.
-    public init(
-        options: Options, rtp: RTPSession? = nil, viewers: FrameBroadcast? = nil, recorder: IVFWriter? = nil, sinks: [any FrameSink] = []
-    ) throws {
+    /// fails before any frame arrives. Frames go to the recording and then
+    /// to each of `sinks`, in order.
+    public init(options: Options, recorder: IVFWriter? = nil, sinks: [any FrameSink] = []) throws {
         if let maxSize = options.maxSize {
             guard (2...FrameMetadata.maxDimension).contains(maxSize.width), (2...FrameMetadata.maxDimension).contains(maxSize.height) else {
                 throw CodecError.invalidSetting("invalid maximum size \(maxSize.width)x\(maxSize.height): VP8 codes 2...16383")
@@ -51,9 +47,7 @@ public final class SharePipeline {
         encoder = try ContentAwareEncoder(settings: options.settings, converter: converter, encodeEveryFrame: options.encodeEveryFrame)
         let writer = try recorder ?? options.recordPath.map { path throws(RecordingError) in try ShareRecording.open(path, frameRate: options.settings.frameRate) }
         self.recorder = writer.map(ShareRecording.init)
-        self.rtp = rtp
-        self.viewers = viewers
-        self.sinks = [self.recorder as (any FrameSink)?, rtp, viewers].compactMap { $0 } + sinks
+        self.sinks = [self.recorder].compactMap { $0 } + sinks
     }
 
     /// Converts, encodes and hands one frame to every output, stamping
@@ -75,13 +69,11 @@ public final class SharePipeline {
         // "Encoded" is when libvpx hands over the frame, before it is recorded or sent.
         var encoded: UInt64 = 0
         var timing = frame.timing
-        let result = try encoder.encode(
-            frame.view, periodicKeyframes: { rtp.map { !$0.everyDestinationAsks(now: MonotonicClock.now()) } ?? false }, repeatWhenIdle: rtp != nil
-        ) { packet in
+        // The keyframe policy's input, as a value: whether some receiver cannot ask for a keyframe.
+        let periodicKeyframes = sinks.contains { $0.needsPeriodicKeyframes(now: frame.timing.taken) }
+        let result = try encoder.encode(frame.view, periodicKeyframes: periodicKeyframes, repeatWhenIdle: wantsIdleRepeats) { packet in
             if encoded == 0 { encoded = MonotonicClock.now() }
-            for sink in sinks {
-                sink.deliver(packet, width: encoder.encoder.width, height: encoder.encoder.height, captureTime: captureTime, timing: &timing)
-            }
+            for sink in sinks { sink.deliver(packet, captureTime: captureTime, timing: &timing) }
         }
         timing.converted = result.converted
         if result.outcome != nil { timing.encoded = encoded == 0 ? MonotonicClock.now() : encoded }  // 0: the encoder dropped the frame
@@ -90,14 +82,25 @@ public final class SharePipeline {
 
     /// Whether something waits on this share between frames (RTCP to
     /// answer, viewers to serve): its loop then wakes often.
-    public var hasLiveOutputs: Bool { rtp != nil || viewers != nil }
+    public var hasLiveOutputs: Bool { sinks.contains(where: \.isLive) }
 
-    /// Answers the RTP stream's feedback (NACKs, reports, Sender Reports
-    /// due); true when a receiver asked for a keyframe.
-    public func pollFeedback(now: UInt64) -> Bool { rtp?.poll(now: now) ?? false }
+    /// Whether an output wants a frame now and then on a still screen.
+    private var wantsIdleRepeats: Bool { sinks.contains(where: \.wantsIdleRepeats) }
 
-    /// The RTP stream's figures, when the share streams.
-    public var transport: TransportStats? { rtp?.summary }
+    /// Each output's work between frames (feedback answered, reports due);
+    /// true when one of their receivers asked for a keyframe.
+    public func pollOutputs(now: UInt64) -> Bool {
+        var keyframe = false
+        for sink in sinks where sink.poll(now: now) { keyframe = true }
+        return keyframe
+    }
+
+    /// The outputs' figures (the RTP stream's), and the encoder's, into the share's statistics.
+    public func report(into stats: inout ShareStats) {
+        stats.encoded = encoder.stats
+        stats.recording = recording
+        for sink in sinks { sink.report(into: &stats) }
+    }
 
     /// Makes the next frame a keyframe.
     public func requestKeyframe() { encoder.requestKeyframe() }

@@ -82,7 +82,7 @@ public final class ShareReceiver: @unchecked Sendable {
         while !shouldStop() {
             let event = try host.next(timeoutNanoseconds: idleTimeout)
             let polled = MonotonicClock.now()
-            if pipeline?.pollFeedback(now: polled) == true { keyframes.ask(.receiver) }
+            if pipeline?.pollOutputs(now: polled) == true { keyframes.ask(.receiver) }
             if let reasons = keyframes.take(now: polled) {
                 pipeline?.requestKeyframe()
                 if reasons.contains(.receiver) { record("keyframe-request", "PLI or FIR from a receiver") }
@@ -201,9 +201,7 @@ public final class ShareReceiver: @unchecked Sendable {
         }
         stats.ring = host.counters
         stats.cpuSeconds = Double(Processor.threadCPUNanoseconds()) / 1e9
-        stats.encoded = pipeline?.stats
-        stats.transport = pipeline?.transport
-        stats.recording = pipeline?.recording
+        pipeline?.report(into: &stats)
         latency.fill(&stats)
         stats.publishedAt = now
         if now &- recentWindowStart >= 1_000_000_000, pipeline != nil {

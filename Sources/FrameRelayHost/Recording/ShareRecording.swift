@@ -24,10 +24,10 @@ public final class ShareRecording: FrameSink {
         }
     }
 
-    public func deliver(_ frame: EncodedFrame, width: Int, height: Int, captureTime: UInt64, timing: inout FrameTiming) {
+    public func deliver(_ frame: EncodedFrame, captureTime: UInt64, timing: inout FrameTiming) {
         guard let writer else { return }
         if !sizeWritten {
-            writer.setDimensions(width: width, height: height)
+            writer.setDimensions(width: frame.width, height: frame.height)
             sizeWritten = true
         }
         do {

@@ -2,10 +2,13 @@
 import FrameRelaySystem
 import FrameRelayRTP
 
-/// One share's RTP stream: packetizes encoded frames to every destination,
-/// paces bursts, answers NACKs from its ``RetransmissionHistory``, sends
-/// Sender Reports and reads RTCP feedback (``RTCP``); its SDP is ``SDP``. Single-threaded: the share's thread calls ``send``
-/// for each frame and ``poll`` between frames, so nothing needs a lock.
+/// One share's RTP stream on its sockets: the thin adapter around
+/// ``RTPSender``, the stream's state (packets, pacing, resends, Sender
+/// Reports, feedback), which never sees a socket or a clock. It sends what
+/// the sender hands out to every destination, reads RTCP from its port into
+/// it, and keeps the sockets' own errors; its SDP is ``SDP``.
+/// Single-threaded: the share's thread calls ``send`` for each frame (and
+/// waits out that frame's pacing) and ``poll`` between frames.
 public final class RTPSession: FrameSink {
     public struct Options: Sendable {
         public var destinations: [Destination] = []
@@ -19,39 +22,16 @@ public final class RTPSession: FrameSink {
 
     public let ssrc: UInt32
     public let options: Options
-    private var packetizer: RTPPacketizer
+    private var sender: RTPSender
     private let rtpSocket: Socket
     private let rtcpSocket: Socket
     /// The local port receivers send RTCP to.
     public let rtcpPort: Int
-    private let scratch: UnsafeMutableRawPointer
-    private var history: RetransmissionHistory
     private let receiveBuffer: UnsafeMutableRawBufferPointer
     private let rtcpDestinations: [SocketAddress]
-    private var monotonicBase: UInt64?
-    private let rtpBase = UInt32.random(in: 0...UInt32.max)
-    private var lastSenderReport: UInt64 = 0
-    /// How often a Sender Report goes to every destination. A receiver
-    /// learns from the first one where to send its feedback (this session's
-    /// RTCP port is ephemeral), so a receiver joining mid-stream can ask for
-    /// its keyframe only then: once a second put its first picture 0.24–1.18 s
-    /// after it joined (loopback, 640×360 at 30 frames/s), every 250 ms
-    /// 0.27–0.51 s. RFC 3550's reduced minimum (360 s divided by the
-    /// session's kbit/s) is 144 ms at the default 2.5 Mbit/s, and 28 bytes
-    /// every 150 ms is under 0.1 % of the stream.
-    public static let senderReportInterval: UInt64 = 150_000_000
-    private var lastFIRSequence: UInt8?
-    private var feedback = RTCP.Feedback()
-    public private(set) var stats = TransportStats()
-    /// Per destination: whether its host has asked for anything (NACK, PLI,
-    /// FIR): a receiver that asks needs no periodic keyframes.
-    private var asks: [Bool]
-    /// Per destination: when its RTCP port last said it will ask
-    /// (``RTCP/asksForRepairName``, once a second in its reports); the
-    /// promise lapses after ``promiseLifetime`` without one, when that
-    /// receiver may have left and something that never asks taken its port.
-    private var promised: [UInt64]
-    static let promiseLifetime: UInt64 = 5_000_000_000
+    /// What the sockets refused: how many packets, and the last error.
+    private var sendErrors: UInt64 = 0
+    private var lastSendError: Int32?
 
     /// Opens the sockets; throws a ``TransportError`` naming what failed.
     public init(options: Options) throws(TransportError) {
@@ -81,78 +61,58 @@ public final class RTPSession: FrameSink {
         rtcpSocket = rtcp
         ssrc = UInt32.random(in: 1...UInt32.max)
         self.options = options
-        packetizer = RTPPacketizer(ssrc: ssrc, maxPacketSize: options.maxPacketSize)
-        scratch = .allocate(byteCount: options.maxPacketSize, alignment: 16)
-        history = RetransmissionHistory(packetSize: options.maxPacketSize)
+        var configuration = RTPSender.Configuration(ssrc: ssrc)
+        configuration.maxPacketSize = options.maxPacketSize
+        configuration.destinations = options.destinations.count
+        configuration.burstPackets = max(1, options.burstPackets)
+        configuration.burstGap = options.burstGap
+        sender = RTPSender(configuration)
         receiveBuffer = .allocate(byteCount: 1500, alignment: 16)
         rtcpDestinations = options.destinations.map(\.rtcpAddress)
-        feedback.nacked.reserveCapacity(256)
-        asks = Array(repeating: false, count: options.destinations.count)
-        promised = Array(repeating: 0, count: options.destinations.count)
     }
 
     private static func system<T: ~Copyable>(_ body: () throws(SystemError) -> T) throws(TransportError) -> T {
         do throws(SystemError) { return try body() } catch { throw .system(error) }
     }
 
-    /// Whether every destination has asked for keyframes or retransmissions
-    /// itself (browsers and Janus when they join), or said it will
-    /// (`frame-relay receive`, in its receiver reports), so that keyframes
-    /// can wait until one is asked for; a destination that never asks (an
-    /// SDP file read by ffmpeg, a plain UDP sink) needs periodic ones.
-    public func everyDestinationAsks(now: UInt64) -> Bool {
-        asks.indices.allSatisfy { asks[$0] || (promised[$0] != 0 && now &- promised[$0] < Self.promiseLifetime) }
-    }
+    /// Whether every destination asks for what it misses (``RTPSender/everyDestinationAsks(now:)``):
+    /// then keyframes wait until one is asked for.
+    public func everyDestinationAsks(now: UInt64) -> Bool { sender.everyDestinationAsks(now: now) }
 
-    deinit {
-        scratch.deallocate()
-        receiveBuffer.deallocate()
-    }
-
-    /// The 90 kHz RTP time of a CLOCK_MONOTONIC instant.
-    func rtpTimestamp(_ monotonic: UInt64) -> UInt32 {
-        let base = monotonicBase ?? monotonic
-        let elapsed = monotonic &- base
-        return rtpBase &+ UInt32(truncatingIfNeeded: elapsed / 100_000 * 9 + (elapsed % 100_000) * 9 / 100_000)
-    }
+    deinit { receiveBuffer.deallocate() }
 
     /// Sends the frame (a sink of the share's pipeline): `timing` gets when
     /// its last packet went and its PictureID.
-    public func deliver(_ frame: EncodedFrame, width: Int, height: Int, captureTime: UInt64, timing: inout FrameTiming) {
+    public func deliver(_ frame: EncodedFrame, captureTime: UInt64, timing: inout FrameTiming) {
         timing.pictureID = send(frame, captureTime: captureTime)
         timing.sent = MonotonicClock.now()
     }
 
     /// Sends one encoded frame captured at `captureTime` to every
-    /// destination; returns the PictureID it went with (the one thing a
-    /// receiver behind Janus, which rewrites sequence numbers and
-    /// timestamps, can name it by).
+    /// destination, its bursts paced on this thread; returns the PictureID
+    /// it went with (the one thing a receiver behind Janus, which rewrites
+    /// sequence numbers and timestamps, can name it by).
     @discardableResult
     public func send(_ frame: EncodedFrame, captureTime: UInt64) -> UInt16 {
-        if monotonicBase == nil { monotonicBase = captureTime }
-        let pictureID = packetizer.pictureID
-        let timestamp = rtpTimestamp(captureTime)
-        var inBurst = 0
-        var nextBurst: UInt64 = 0
-        packetizer.packetize(frame.bytes, timestamp: timestamp, scratch: scratch) { packet, sequence in
-            if inBurst == options.burstPackets {
-                // Bursts on a schedule from the frame's first packet: a sleep that
-                // overshoots (they do, by 0.1 ms and more here) is caught up by
-                // the next burst instead of adding up over a keyframe.
-                let now = MonotonicClock.now()
-                nextBurst = (nextBurst == 0 ? now : nextBurst) &+ options.burstGap
-                if nextBurst > now { MonotonicClock.sleep(until: nextBurst) }
-                inBurst = 0
-            }
-            inBurst += 1
-            history.record(packet, sequence: sequence)
-            transmit(packet)
-            stats.packets += 1
-            stats.octets += UInt64(packet.count - RTPPacketizer.headerSize)
+        let pictureID = sender.send(frame.bytes, keyframe: frame.isKeyframe, captureTime: captureTime, now: MonotonicClock.now())
+        // Bursts on a schedule from the frame's first packet: a sleep that overshoots
+        // (they do, by 0.1 ms and more here) is caught up by the next burst.
+        flush(now: MonotonicClock.now())
+        while let due = sender.nextPacketDue {
+            MonotonicClock.sleep(until: due)
+            flush(now: MonotonicClock.now())
         }
-        stats.frames += 1
-        if frame.isKeyframe { stats.keyframes += 1 }
         return pictureID
+    }
+
+    /// Sends what the sender has due by `now`.
+    private func flush(now: UInt64) {
+        _ = sender.poll(now: now) { datagram, route in
+            switch route {
+            case .media: transmit(datagram)
+            case .control: for destination in rtcpDestinations { _ = try? rtcpSocket.send(datagram, to: destination) }
+            }
+        }
     }
 
     private func transmit(_ packet: UnsafeRawBufferPointer) {
@@ -160,81 +120,64 @@ public final class RTPSession: FrameSink {
             do {
                 // A full socket buffer (nil) drops the packet, as a full network queue would.
                 if try rtpSocket.send(packet, to: destination.address) == nil {
-                    stats.sendErrors += 1
-                    stats.lastSendError = Errno.wouldBlock.rawValue
+                    sendErrors += 1
+                    lastSendError = Errno.wouldBlock.rawValue
                 }
             } catch {
-                stats.sendErrors += 1
-                stats.lastSendError = error.code.rawValue
+                sendErrors += 1
+                lastSendError = error.code.rawValue
             }
         }
     }
 
-    /// Reads pending RTCP, answers NACKs, sends a Sender Report when one is
-    /// due; returns true when a receiver asked for a keyframe.
+    /// Reads pending RTCP into the sender, then sends what is due (resends,
+    /// a Sender Report); returns true when a receiver asked for a keyframe.
     public func poll(now: UInt64) -> Bool {
         var keyframe = false
         var from = SocketAddress()
         while let count = try? rtcpSocket.receive(into: receiveBuffer, from: &from), count > 0 {
-            stats.rtcpReceived += 1
-            feedback.pictureLoss = false
-            feedback.fullIntraRequest = false
-            feedback.nacked.removeAll(keepingCapacity: true)
-            feedback.receiverReports = 0
-            feedback.fractionLost = nil
-            feedback.asksForRepair = false
-            RTCP.parse(UnsafeRawBufferPointer(rebasing: receiveBuffer[..<count]), ssrc: ssrc, into: &feedback)
-            if feedback.pictureLoss { stats.pli += 1 }
-            var fir = false
-            if feedback.fullIntraRequest, feedback.firSequence != lastFIRSequence {
-                lastFIRSequence = feedback.firSequence
-                stats.fir += 1
-                fir = true
+            // Feedback speaks for the destinations on its host; a promise, for the one whose RTCP port it comes from.
+            let hosts = options.destinations.indices.filter { options.destinations[$0].address.sameHost(as: from) }
+            let ports = rtcpDestinations.indices.filter { rtcpDestinations[$0].sameHost(as: from) && rtcpDestinations[$0].port == from.port }
+            if sender.receiveRTCP(UnsafeRawBufferPointer(rebasing: receiveBuffer[..<count]), fromHostOf: hosts, fromRTCPPortOf: ports, now: now).keyframe {
+                keyframe = true
             }
-            if let lost = feedback.fractionLost { stats.lastFractionLost = Double(lost) / 256 }
-            stats.receiverReports = UInt64(feedback.receiverReports) + stats.receiverReports
-            if feedback.pictureLoss || fir { keyframe = true }
-            if feedback.pictureLoss || fir || !feedback.nacked.isEmpty {
-                for (index, destination) in options.destinations.enumerated() where destination.address.sameHost(as: from) { asks[index] = true }
-            }
-            // A promise speaks for the one destination whose RTCP port it comes from.
-            if feedback.asksForRepair {
-                for (index, destination) in rtcpDestinations.enumerated() where destination.sameHost(as: from) && from.port == destination.port {
-                    promised[index] = now
-                }
-            }
-            for sequence in feedback.nacked { resend(sequence, now: now) }
         }
-        if monotonicBase != nil, now &- lastSenderReport >= Self.senderReportInterval {
-            lastSenderReport = now
-            sendSenderReport(now: now)
-        }
+        flush(now: now)
         return keyframe
     }
 
-    private func resend(_ sequence: UInt16, now: UInt64) {
-        stats.nacked += 1
-        guard let packet = history.resend(sequence, now: now) else { return }
-        transmit(packet)
-        stats.retransmitted += 1
-    }
+    /// Keyframes, resends and reports wait on the stream between frames.
+    public var isLive: Bool { true }
 
-    private func sendSenderReport(now: UInt64) {
-        var wall = timespec()
-        clock_gettime(CLOCK_REALTIME, &wall)
-        let ntpSeconds = UInt64(wall.tv_sec) + 2_208_988_800
-        let ntpFraction = (UInt64(wall.tv_nsec) << 32) / 1_000_000_000
-        RTCP.writeSenderReport(into: scratch, ssrc: ssrc, ntp: ntpSeconds << 32 | ntpFraction, rtpTimestamp: rtpTimestamp(now),
-                               packets: UInt32(truncatingIfNeeded: stats.packets), octets: UInt32(truncatingIfNeeded: stats.octets))
-        for destination in rtcpDestinations { _ = try? rtcpSocket.send(UnsafeRawBufferPointer(start: scratch, count: 28), to: destination) }
-        stats.senderReports += 1
-    }
+    /// A still screen still sends a frame a second: Janus and players take a long silence for a lost stream.
+    public var wantsIdleRepeats: Bool { true }
+
+    /// Periodic keyframes while some destination cannot ask for one.
+    public func needsPeriodicKeyframes(now: UInt64) -> Bool { !everyDestinationAsks(now: now) }
+
+    /// The stream's figures, as the share's `transport`.
+    public func report(into stats: inout ShareStats) { stats.transport = summary }
 
     /// Statistics with the stream's SSRC.
     public var summary: TransportStats {
-        var s = stats
+        let sent = sender.stats
+        var s = TransportStats()
         s.ssrc = ssrc
+        s.frames = sent.frames
+        s.keyframes = sent.keyframes
+        s.packets = sent.packets
+        s.octets = sent.octets
+        s.sendErrors = sendErrors
+        s.lastSendError = lastSendError
+        s.senderReports = sent.senderReports
+        s.receiverReports = sent.receiverReports
+        s.rtcpReceived = sent.rtcpReceived
+        s.pli = sent.pli
+        s.fir = sent.fir
+        s.nacked = sent.nacked
+        s.retransmitted = sent.retransmitted
+        s.lastFractionLost = sent.lastFractionLost
         return s
     }
 }
-

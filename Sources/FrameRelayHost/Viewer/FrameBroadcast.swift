@@ -65,13 +65,17 @@ public final class FrameBroadcast: FrameSink, @unchecked Sendable {
     }
 
     /// Appends the frame for the viewers (a sink of the share's pipeline).
-    public func deliver(_ frame: EncodedFrame, width: Int, height: Int, captureTime: UInt64, timing: inout FrameTiming) {
-        append(frame, width: width, height: height)
+    public func deliver(_ frame: EncodedFrame, captureTime: UInt64, timing: inout FrameTiming) {
+        append(frame)
     }
+
+    /// The viewers wait on the share between frames.
+    public var isLive: Bool { true }
 
     /// Appends one frame (writer thread only). Frames larger than a quarter
     /// of the ring are not broadcast.
-    public func append(_ frame: EncodedFrame, width: Int, height: Int) {
+    public func append(_ frame: EncodedFrame) {
+        let (width, height) = (frame.width, frame.height)
         let size = frame.bytes.count
         guard size > 0, size <= capacity / 4 else { return }
         let sequence = published.load(ordering: .relaxed)

@@ -1,12 +1,12 @@
 /// The last ``capacity`` RTP packets a stream sent, kept to answer NACKs,
 /// with the limits that keep NACKs (which anyone who knows the SSRC can
 /// send) from making the stream more than twice its rate.
-struct RetransmissionHistory: ~Copyable {
-    static let capacity = 1024
+package struct RetransmissionHistory: ~Copyable {
+    package static let capacity = 1024
     /// Retransmissions allowed at once; one more is allowed for each packet sent first.
-    static let resendBurst = 256
+    package static let resendBurst = 256
     /// The least time between two retransmissions of one packet (ns).
-    static let resendInterval: UInt64 = 100_000_000
+    package static let resendInterval: UInt64 = 100_000_000
 
     private struct Entry {
         var sequence: UInt16 = 0
@@ -21,15 +21,15 @@ struct RetransmissionHistory: ~Copyable {
     private var tokens = resendBurst
 
     /// Room for packets of up to `packetSize` bytes.
-    init(packetSize: Int) {
+    package init(packetSize: Int) {
         self.packetSize = packetSize
         store = .allocate(byteCount: packetSize * Self.capacity, alignment: 16)
     }
 
     deinit { store.deallocate() }
 
-    /// Keeps a packet just sent for the first time.
-    mutating func record(_ packet: UnsafeRawBufferPointer, sequence: UInt16) {
+    /// Keeps a packet about to be sent for the first time.
+    package mutating func record(_ packet: UnsafeRawBufferPointer, sequence: UInt16) {
         let slot = Int(sequence) % Self.capacity
         (store + slot * packetSize).copyMemory(from: packet.baseAddress!, byteCount: packet.count)
         entries[slot] = Entry(sequence: sequence, length: packet.count, resentAt: 0)
@@ -39,7 +39,7 @@ struct RetransmissionHistory: ~Copyable {
     /// The packet to send again for a NACK of `sequence`, counted as resent
     /// at `now`; nil when it is no longer held, was resent less than
     /// ``resendInterval`` ago, or the retransmission budget is spent.
-    mutating func resend(_ sequence: UInt16, now: UInt64) -> UnsafeRawBufferPointer? {
+    package mutating func resend(_ sequence: UInt16, now: UInt64) -> UnsafeRawBufferPointer? {
         let slot = Int(sequence) % Self.capacity
         let entry = entries[slot]
         guard entry.sequence == sequence, entry.length > 0, tokens > 0,
@@ -48,5 +48,12 @@ struct RetransmissionHistory: ~Copyable {
         entries[slot].resentAt = now
         tokens -= 1
         return UnsafeRawBufferPointer(start: store + slot * packetSize, count: entry.length)
+    }
+
+    /// The packet kept for `sequence`, to send for the first time; nil when a later one took its place.
+    package func packet(_ sequence: UInt16) -> UnsafeRawBufferPointer? {
+        let slot = Int(sequence) % Self.capacity
+        guard entries[slot].sequence == sequence, entries[slot].length > 0 else { return nil }
+        return UnsafeRawBufferPointer(start: store + slot * packetSize, count: entries[slot].length)
     }
 }

@@ -1,0 +1,145 @@
+import FrameRelayRTP
+import Testing
+
+/// The sending side of an RTP stream as a state machine (``RTPSender``),
+/// driven with a clock of our own in nanoseconds and bytes in, no socket:
+/// pacing, NACK answers, PLI and FIR, Sender Reports on their schedule, and
+/// which destinations ask for what they miss.
+@Suite struct RTPSenderTests {
+    static let ssrc: UInt32 = 0xABCD_0123
+    /// The wall clock the Sender Reports read.
+    static let ntp: UInt64 = 0x1122_3344_5566_7788
+
+    static func sender(destinations: Int = 1) -> RTPSender {
+        var configuration = RTPSender.Configuration(ssrc: ssrc)
+        configuration.destinations = destinations
+        return RTPSender(configuration, sequence: 100, pictureID: 7, rtpBase: 1000, wallClock: { ntp })
+    }
+
+    /// A frame that fills `packets` packets of 1,200 bytes exactly.
+    static func frame(packets: Int, fill: UInt8 = 0x5A) -> [UInt8] { [UInt8](repeating: fill, count: packets * (1200 - 16)) }
+
+    /// What one poll at `now` hands out: each datagram's bytes and route; and the deadline it returns.
+    static func poll(_ sender: inout RTPSender, at now: UInt64) -> (sent: [([UInt8], RTPSender.Route)], next: UInt64?) {
+        var sent: [([UInt8], RTPSender.Route)] = []
+        let next = sender.poll(now: now) { sent.append((Array($0), $1)) }
+        return (sent, next)
+    }
+
+    static func sequence(_ packet: [UInt8]) -> UInt16 { UInt16(packet[2]) << 8 | UInt16(packet[3]) }
+
+    @Test func aFramesPacketsLeaveInBurstsOnItsSchedule() {
+        var sender = Self.sender()
+        let start: UInt64 = 1_000_000
+        let bytes = Self.frame(packets: 40)
+        let pictureID = bytes.withUnsafeBytes { sender.send($0, keyframe: true, captureTime: start, now: start) }
+        #expect(pictureID == 7)
+        // The first burst at once, with the stream's first Sender Report; the next burst 300 µs on.
+        let first = Self.poll(&sender, at: start)
+        #expect(first.sent.filter { $0.1 == .media }.map { Self.sequence($0.0) } == Array(100..<116))
+        #expect(first.sent.filter { $0.1 == .control }.count == 1 && first.next == start + 300_000)
+        #expect(Self.poll(&sender, at: start + 200_000).sent.isEmpty)
+        // A poll that comes late (a sleep overshoots) catches up on every burst due, not just one.
+        let late = Self.poll(&sender, at: start + 650_000)
+        #expect(late.sent.map { Self.sequence($0.0) } == Array(116..<140) && late.sent.allSatisfy { $0.1 == .media })
+        let waiting = sender.nextPacketDue
+        #expect(waiting == nil && late.next == start + 150_000_000, "the next Sender Report is what waits")
+        // Every packet: 1,200 bytes, PictureID 7, the frame's timestamp, the marker on the last only.
+        let packets = first.sent.filter { $0.1 == .media }.map(\.0) + late.sent.map(\.0)
+        #expect(packets.allSatisfy { $0.count == 1200 && $0[14] == 0x80 && $0[15] == 7 && $0[4...7].elementsEqual([0, 0, 0x03, 0xE8]) })
+        #expect(packets.enumerated().allSatisfy { ($0.element[1] & 0x80 != 0) == ($0.offset == 39) })
+        let stats = sender.stats
+        #expect(stats.frames == 1 && stats.keyframes == 1 && stats.packets == 40)
+    }
+
+    @Test func aFrameThatComesBeforeTheLastOneLeftSendsThatOnesRestFirst() {
+        var sender = Self.sender()
+        Self.frame(packets: 40).withUnsafeBytes { _ = sender.send($0, keyframe: true, captureTime: 0, now: 0) }
+        _ = Self.poll(&sender, at: 0)
+        Self.frame(packets: 2).withUnsafeBytes { _ = sender.send($0, keyframe: false, captureTime: 1000, now: 1000) }
+        let next = Self.poll(&sender, at: 1000)
+        let waiting = sender.nextPacketDue
+        #expect(next.sent.filter { $0.1 == .media }.map { Self.sequence($0.0) } == Array(116..<142) && waiting == nil)
+    }
+
+    @Test func nacksAreAnsweredWithThePacketsOnceEveryHundredMilliseconds() {
+        var sender = Self.sender()
+        var sent: [UInt16: [UInt8]] = [:]
+        for n in 0..<5 {
+            Self.frame(packets: 1, fill: UInt8(n)).withUnsafeBytes { _ = sender.send($0, keyframe: n == 0, captureTime: UInt64(n) * 33_000_000, now: UInt64(n) * 33_000_000) }
+            for (packet, route) in Self.poll(&sender, at: UInt64(n) * 33_000_000).sent where route == .media { sent[Self.sequence(packet)] = packet }
+        }
+        var nack = [UInt8](repeating: 0, count: 64)
+        let length = nack.withUnsafeMutableBytes { RTCP.writeNACK(into: $0.baseAddress!, sender: 1, media: Self.ssrc, sequences: [101, 103]) }
+        let now: UInt64 = 200_000_000
+        let asked = nack.withUnsafeBytes { sender.receiveRTCP(UnsafeRawBufferPointer(rebasing: $0[..<length]), fromHostOf: [0], fromRTCPPortOf: [], now: now) }
+        #expect(asked == RTPSender.Asked(keyframe: false, resends: 2))
+        let resent = Self.poll(&sender, at: now).sent.filter { $0.1 == .media }.map(\.0)
+        #expect(resent == [sent[101]!, sent[103]!])
+        // Asked again 50 ms on: nothing (at most once per 100 ms a packet); 150 ms on: again.
+        _ = nack.withUnsafeBytes { sender.receiveRTCP(UnsafeRawBufferPointer(rebasing: $0[..<length]), fromHostOf: [0], fromRTCPPortOf: [], now: now + 50_000_000) }
+        #expect(Self.poll(&sender, at: now + 50_000_000).sent.filter { $0.1 == .media }.isEmpty)
+        _ = nack.withUnsafeBytes { sender.receiveRTCP(UnsafeRawBufferPointer(rebasing: $0[..<length]), fromHostOf: [0], fromRTCPPortOf: [], now: now + 150_000_000) }
+        #expect(Self.poll(&sender, at: now + 150_000_000).sent.filter { $0.1 == .media }.count == 2)
+        // A NACK for another stream asks nothing of this one.
+        let other = nack.withUnsafeMutableBytes { RTCP.writeNACK(into: $0.baseAddress!, sender: 1, media: 0x1234, sequences: [101]) }
+        #expect(nack.withUnsafeBytes { sender.receiveRTCP(UnsafeRawBufferPointer(rebasing: $0[..<other]), fromHostOf: [0], fromRTCPPortOf: [], now: now) }.resends == 0)
+        let stats = sender.stats
+        #expect(stats.nacked == 6 && stats.retransmitted == 4)
+    }
+
+    @Test func aPLIOrANewFIRAsksForAKeyframeAndARepeatedFIRDoesNot() {
+        var sender = Self.sender()
+        var bytes = [UInt8](repeating: 0, count: 32)
+        func receive(_ length: Int) -> Bool {
+            bytes.withUnsafeBytes { sender.receiveRTCP(UnsafeRawBufferPointer(rebasing: $0[..<length]), fromHostOf: [0], fromRTCPPortOf: [], now: 0).keyframe }
+        }
+        #expect(receive(bytes.withUnsafeMutableBytes { RTCP.writePLI(into: $0.baseAddress!, sender: 9, media: Self.ssrc) }))
+        #expect(!receive(bytes.withUnsafeMutableBytes { RTCP.writePLI(into: $0.baseAddress!, sender: 9, media: Self.ssrc &+ 1) }))
+        #expect(receive(bytes.withUnsafeMutableBytes { RTCP.writeFIR(into: $0.baseAddress!, sender: 9, media: Self.ssrc, sequence: 4) }))
+        #expect(!receive(bytes.withUnsafeMutableBytes { RTCP.writeFIR(into: $0.baseAddress!, sender: 9, media: Self.ssrc, sequence: 4) }))
+        #expect(receive(bytes.withUnsafeMutableBytes { RTCP.writeFIR(into: $0.baseAddress!, sender: 9, media: Self.ssrc, sequence: 5) }))
+        let stats = sender.stats
+        #expect(stats.pli == 1 && stats.fir == 2)
+    }
+
+    @Test func senderReportsFollowTheirScheduleWithTheStreamsCounts() {
+        var sender = Self.sender()
+        #expect(Self.poll(&sender, at: 0).sent.isEmpty, "no report before the stream begins")
+        let start: UInt64 = 5_000_000_000
+        Self.frame(packets: 2).withUnsafeBytes { _ = sender.send($0, keyframe: true, captureTime: start, now: start) }
+        let first = Self.poll(&sender, at: start + 1_000_000).sent.filter { $0.1 == .control }.map(\.0)
+        // 28 bytes: V=2, PT 200, length 6; SSRC; the NTP time; the RTP time of now (1 ms = 90 ticks on); 2 packets, 2,376 payload bytes (descriptors included).
+        #expect(first == [[0x80, 200, 0, 6, 0xAB, 0xCD, 0x01, 0x23, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,
+                           0, 0, 0x04, 0x42, 0, 0, 0, 2, 0, 0, 0x09, 0x48]])
+        #expect(Self.poll(&sender, at: start + 100_000_000).sent.isEmpty)
+        #expect(Self.poll(&sender, at: start + 151_000_000).sent.filter { $0.1 == .control }.count == 1)
+        let reports = sender.stats.senderReports
+        #expect(reports == 2)
+    }
+
+    /// Periodic keyframes stop only when every destination asks for what it
+    /// misses, or said it will (a promise that lapses after 5 s of silence).
+    @Test func everyDestinationAsksOnlyWhenEachAskedOrPromised() {
+        var two = Self.sender(destinations: 2)
+        var bytes = [UInt8](repeating: 0, count: 32)
+        let pli = bytes.withUnsafeMutableBytes { RTCP.writePLI(into: $0.baseAddress!, sender: 9, media: Self.ssrc) }
+        _ = bytes.withUnsafeBytes { two.receiveRTCP(UnsafeRawBufferPointer(rebasing: $0[..<pli]), fromHostOf: [0], fromRTCPPortOf: [], now: 0) }
+        let firstAsked = two.everyDestinationAsks(now: 0)
+        #expect(!firstAsked)
+        _ = bytes.withUnsafeBytes { two.receiveRTCP(UnsafeRawBufferPointer(rebasing: $0[..<pli]), fromHostOf: [1], fromRTCPPortOf: [], now: 0) }
+        let bothAsked = two.everyDestinationAsks(now: 0)
+        #expect(bothAsked)
+        var one = Self.sender()
+        let promise = bytes.withUnsafeMutableBytes { RTCP.writeAsksForRepair(into: $0.baseAddress!, sender: 9, media: Self.ssrc) }
+        let at: UInt64 = 10_000_000_000
+        _ = bytes.withUnsafeBytes { one.receiveRTCP(UnsafeRawBufferPointer(rebasing: $0[..<promise]), fromHostOf: [0], fromRTCPPortOf: [0], now: at) }
+        let (held, lapsed) = (one.everyDestinationAsks(now: at + 4_000_000_000), one.everyDestinationAsks(now: at + 6_000_000_000))
+        #expect(held && !lapsed)
+        // From the host but not from the destination's RTCP port, a promise speaks for nobody.
+        var stranger = Self.sender()
+        _ = bytes.withUnsafeBytes { stranger.receiveRTCP(UnsafeRawBufferPointer(rebasing: $0[..<promise]), fromHostOf: [0], fromRTCPPortOf: [], now: at) }
+        let strangerSpoke = stranger.everyDestinationAsks(now: at)
+        #expect(!strangerSpoke)
+    }
+}

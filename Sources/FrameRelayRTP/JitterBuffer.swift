@@ -19,8 +19,6 @@ package struct JitterBuffer: ~Copyable {
         package var sequence: UInt16 = 0
         package var timestamp: UInt32 = 0
         package var length = 0
-        /// When a NACK last asked for this sequence number (CLOCK_MONOTONIC ns).
-        package var nackedAt: UInt64 = 0
     }
 
     /// A whole frame's place in the ring.
@@ -128,14 +126,6 @@ package struct JitterBuffer: ~Copyable {
             dropped = true
         }
         return dropped
-    }
-
-    /// Whether to ask for `sequence` again now: not within 20 ms of the last time.
-    package mutating func shouldRequest(_ sequence: UInt16, now: UInt64) -> Bool {
-        let slot = Self.index(sequence)
-        guard now &- slots[slot].nackedAt > 20_000_000 else { return false }
-        slots[slot].nackedAt = now
-        return true
     }
 
     /// Whether a payload starts a frame: its descriptor has S=1 and partition 0.

@@ -209,7 +209,7 @@ import Testing
     // MARK: - NACK
 
     @Test func missingPacketsAreAskedForARoundTripApartAndRecoveredOnlyByRetransmissions() {
-        var missing = MissingPackets()
+        var missing = MissingPackets(rule: .webRTC)
         missing.received(10, retransmitted: false, now: 0)
         missing.received(14, retransmitted: false, now: 1_000_000)  // 11, 12, 13 missing
         var asks: [UInt16] = []
@@ -233,7 +233,7 @@ import Testing
     /// made 28.7 million packets "lost"); a restart the next packet confirms
     /// starts a new run, and its losses are the run's own.
     @Test func sequenceJumpsAreNotLossesAndARestartCountsOnlyItsOwnRun() {
-        var missing = MissingPackets()
+        var missing = MissingPackets(rule: .webRTC)
         var asks: [UInt16] = []
         var sequence: UInt16 = 1000
         for index in 0..<2000 {

@@ -159,13 +159,23 @@ struct WireFormatTests {
         check(!insert(&buffer, 3, timestamp: 5, first: true, marker: true, [UInt8](repeating: 0, count: JitterBuffer.payloadBytes)))
     }
 
-    @Test func aMissingPacketIsAskedForAgainOnlyAfterTwentyMilliseconds() {
-        var buffer = JitterBuffer()
+    /// `frame-relay receive`'s NACK rule (one type with the subscriber's,
+    /// ``MissingPackets``): each packet of a gap of at most 64 asked for once,
+    /// in one NACK, never again; a wider gap is a lost frame, not asked for.
+    @Test func thePlainReceiverAsksOnceForEachPacketOfANarrowGap() {
+        var missing = MissingPackets(rule: .plainRTP)
+        var asks: [UInt16] = []
         let start: UInt64 = 1_000_000_000
-        check(buffer.shouldRequest(42, now: start))
-        check(!buffer.shouldRequest(42, now: start + 20_000_000))
-        check(buffer.shouldRequest(42, now: start + 20_000_001))
-        check(buffer.shouldRequest(43, now: start + 20_000_001))
+        missing.received(40, retransmitted: false, now: start)
+        missing.received(44, retransmitted: false, now: start)
+        missing.due(now: start, into: &asks)
+        check(asks == [41, 42, 43])
+        asks.removeAll()
+        missing.due(now: start + 50_000_000, into: &asks)
+        check(asks.isEmpty && missing.counts.givenUp == 3)
+        missing.received(44 + 66, retransmitted: false, now: start)
+        missing.due(now: start, into: &asks)
+        check(asks.isEmpty && missing.expected == 71)
     }
 
     // MARK: - Retransmission history

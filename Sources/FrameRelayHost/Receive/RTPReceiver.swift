@@ -52,7 +52,9 @@ public final class RTPReceiver {
     private let receiveBuffer: UnsafeMutableRawBufferPointer
     /// RTCP feedback (NACK, PLI, receiver reports) is written here.
     private let feedbackBuffer: UnsafeMutableRawPointer
-    private var highest: UInt16?
+    /// The packets missed, asked for once each (``MissingPackets/Rule/plainRTP``), and the list of those due.
+    private var missing = MissingPackets(rule: .plainRTP)
+    private var asking: [UInt16] = []
     private var lastCompletedTimestamp: UInt32?
     private var needKeyframe = true
     /// The stream followed: the first SSRC heard, until it is silent for ``ssrcTimeout``.
@@ -94,7 +96,7 @@ public final class RTPReceiver {
         try input.add(rtpSocket.rawValue, tag: 0)
         try input.add(rtcpSocket.rawValue, tag: 1)
         receiveBuffer = .allocate(byteCount: JitterBuffer.payloadBytes, alignment: 16)
-        feedbackBuffer = .allocate(byteCount: 64, alignment: 16)
+        feedbackBuffer = .allocate(byteCount: 1500, alignment: 16)
     }
 
     deinit {
@@ -169,7 +171,7 @@ public final class RTPReceiver {
             }
             lockedSSRC = header.ssrc
             reception = ReceptionStatistics(first: header.sequence)
-            highest = nil
+            missing = MissingPackets(rule: .plainRTP)
             lastCompletedTimestamp = nil
             needKeyframe = true
             jitter.removeAll()
@@ -183,15 +185,13 @@ public final class RTPReceiver {
         if let last = lastCompletedTimestamp, Int32(bitPattern: header.timestamp &- last) <= 0 { return }  // late or resent after completion
         let payload = UnsafeRawBufferPointer(rebasing: packet[header.payloadOffset...])
         guard jitter.insert(payload, sequence: header.sequence, timestamp: header.timestamp, marker: header.marker) else { return }
-        // A gap before this packet: ask for what is missing, once.
-        if let highest {
-            let ahead = Int16(bitPattern: header.sequence &- highest)
-            if ahead > 1 && ahead <= 64 {
-                for missing in 1..<Int(ahead) { requestResend(highest &+ UInt16(missing), now: now) }
-            }
-            if ahead > 0 { self.highest = header.sequence }
-        } else {
-            highest = header.sequence
+        // A gap before this packet: ask for what is missing, once, in one NACK.
+        missing.received(header.sequence, retransmitted: false, now: now)
+        asking.removeAll(keepingCapacity: true)
+        missing.due(now: now, into: &asking)
+        if !asking.isEmpty {
+            let length = RTCP.writeNACK(into: feedbackBuffer, sender: receiverSSRC, media: stats.ssrc, sequences: asking)
+            if sendFeedback(length) { stats.nacksSent += 1 }
         }
         if let frame = jitter.wholeFrame(containing: header.sequence) { complete(frame, timestamp: header.timestamp) }
     }
@@ -236,12 +236,6 @@ public final class RTPReceiver {
             stats.decodeErrors += 1
             needKeyframe = true
         }
-    }
-
-    private func requestResend(_ sequence: UInt16, now: UInt64) {
-        guard jitter.shouldRequest(sequence, now: now) else { return }
-        let length = RTCP.writeNACK(into: feedbackBuffer, sender: receiverSSRC, media: stats.ssrc, sequences: CollectionOfOne(sequence))
-        if sendFeedback(length) { stats.nacksSent += 1 }
     }
 
     /// A Receiver Report about the followed stream and the APP packet that

@@ -11,7 +11,7 @@ package final class StreamFollower {
     let payloadType: Int
     let retransmissionPayloadType: Int?
     private var tracker = FrameTracker()
-    private var missing = MissingPackets()
+    private var missing = MissingPackets(rule: .webRTC)
     private let decoder: SampledDecoder?
     private var reception: ReceptionStatistics?
     private var freezes = FreezeDetector()

@@ -22,6 +22,7 @@ public struct Errno: RawRepresentable, Equatable, Hashable, Sendable, CustomStri
     public static let noSpace = Errno(ENOSPC)
     public static let addressInUse = Errno(EADDRINUSE)
     public static let noBufferSpace = Errno(ENOBUFS)
+    public static let connectionRefused = Errno(ECONNREFUSED)
 
     /// The symbolic name, such as `ENOSPC` (`errno 1234` when unknown).
     public var name: String { clinux_errno_name(rawValue).map { String(cString: $0) } ?? "errno \(rawValue)" }

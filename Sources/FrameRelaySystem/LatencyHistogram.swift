@@ -165,8 +165,8 @@ public struct LatencyBin: Sendable, Codable, Equatable {
     }
 
     /// The value at percentile `p` (0–100) of a distribution, placed within
-    /// its range by rank (so within that range's width, a fifth of its value
-    /// at four ranges an octave); nil when empty.
+    /// its range by rank (so within that range's width: a sixteenth of its
+    /// value at sixteen ranges an octave, a fifth at four); nil when empty.
     public static func percentile(_ p: Double, of bins: [LatencyBin]) -> Double? {
         let total = bins.map(\.count).reduce(0, +)
         guard total > 0 else { return nil }

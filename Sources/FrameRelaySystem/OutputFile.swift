@@ -18,6 +18,14 @@ public enum OutputFile {
         return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
     }
 
+    /// Removes `path` when it is a regular file (never what a symbolic link
+    /// points to, nor a device or FIFO); whether it did.
+    public static func removeIfFile(_ path: String) -> Bool {
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return false }
+        return unlink(path) == 0
+    }
+
     /// `path` as a line names a file written, saying when an earlier one of that name was replaced.
     public static func named(_ path: String, replacing: Bool) -> String {
         replacing ? "\(path) (replacing the one there)" : path

@@ -98,10 +98,12 @@ struct LoadTest: ParsableCommand {
             let result = try runStep(count, groups: appGroupPrefix, simulator: simulator, hosts: min(hosts, count), size: size, fps: fps, format: format, content: content, bitrate: bitrate,
                                      encodeEveryFrame: encodeEveryFrame, duration: duration, report: results, watch: audience)
             // The figures judged first: those after the warm-up when the step had one, then the whole step's.
-            let verdict = result.passed ? "held" : "did not hold"
+            let verdict = result.interrupted ? "interrupted after \(fixed(result.seconds, 1)) of \(fixed(duration, 1)) s, not judged" : result.passed ? "held" : "did not hold"
             let whole = "drops \(fixed(result.dropPercent, 2)) %, p99 \(fixed(result.p99Milliseconds, 1)) ms"
-            let judged = result.steadyP99Milliseconds.map {
-                "\(verdict) after the \(fixed(warmUp, 1)) s warm-up: drops \(fixed(result.steadyDropPercent ?? 0, 2)) %, p99 \(fixed($0, 1)) ms; the whole step, warm-up included: \(whole)"
+            let judged = result.steadyP99Milliseconds.map { p99 in
+                let after = result.shares.allSatisfy { $0.steady?.framesIn == 0 } ? "no frame came"
+                    : "drops \(fixed(result.steadyDropPercent ?? 0, 2)) %, p99 \(fixed(p99, 1)) ms"
+                return "\(verdict) after the \(fixed(warmUp, 1)) s warm-up: \(after); the whole step, warm-up included: \(whole)"
             } ?? "\(verdict): \(whole)"
             log("load-test: \(what) \(judged); \(fixed(result.fps, 1)) fps in total, host CPU \(fixed(result.hostCPUPercent, 0)) %, producers' CPU \(fixed(result.producerCPUPercent, 0)) %")
             if let viewers = result.viewersCPUPercent {
@@ -163,6 +165,11 @@ struct LoadTest: ParsableCommand {
             log("load-test: largest number of shares that held the objective: \(results.maxSessionsHeld)\(bound); report \(written)")
         } else {
             log("load-test: \(counted(sessions, "share")) \(results.maxSessionsHeld > 0 ? "held" : "did not hold") the objective; report \(written)")
+        }
+        // A run cut short says so last, and fails: its verdict is not one.
+        if results.steps.contains(where: \.interrupted) {
+            log("load-test: interrupted by a signal: the last step was cut short and is not judged")
+            return 1
         }
         return expectHeld && results.maxSessionsHeld == 0 ? 1 : 0
     }

@@ -179,6 +179,12 @@ func runStep(
         p50Milliseconds: shares.map(\.p50Milliseconds).max() ?? 0, p99Milliseconds: shares.map(\.p99Milliseconds).max() ?? 0,
         hostCPUPercent: shares.map(\.hostCPUPercent).reduce(0, +), timeline: timeline)
     step.failures = report.failures(shares)
+    // Cut short by a signal (Ctrl-C): what it measured is said, but nothing is judged held.
+    if Signals.stops.load(ordering: .relaxed) > 0 {
+        step.interrupted = true
+        step.passed = false
+        step.failures.insert("interrupted by a signal after \(fixed(seconds, 1)) of \(fixed(duration, 1)) s: not judged", at: 0)
+    }
     if let watch {
         step.viewersPerShare = watch.viewers
         step.janusCPUPercent = watchingCPU?.janus

@@ -34,7 +34,13 @@ struct Receive: ParsableCommand {
         do {
             receiver = try RTPReceiver(port: port, address: address)
         } catch let error as SystemError where error.code == .addressInUse {
-            throw UsageError("port \(port) (or \(port + 1) for RTCP) is already in use: choose another pair, such as --port \(port + 2 <= 65534 ? port + 2 : 5004) (and send there)")
+            // Which of the pair: the RTP port is free when a socket of our own can bind it now.
+            var rtpFree = false
+            if let probe = try? Socket(family: AF_INET, type: SOCK_DGRAM), let local = SocketAddress(ipv4: address, port: port) {
+                rtpFree = (try? probe.bind(to: local)) != nil
+            }
+            let taken = rtpFree ? "port \(port + 1) (RTCP, the port after --port)" : "port \(port)"
+            throw UsageError("\(taken) is already in use: choose another pair, such as --port \(port + 2 <= 65534 ? port + 2 : 5004) (and send there)")
         }
         var arrivals: [(frame: UInt64, time: UInt64)] = []
         arrivals.reserveCapacity(1 << 16)
@@ -67,13 +73,18 @@ struct Receive: ParsableCommand {
         if !quiet {
             log("received \(stats.packets) packets, \(stats.framesDecoded) frames decoded (\(stats.width)x\(stats.height)), \(stats.framesLost) lost, "
                 + "\(stats.keyframes) keyframes, \(stats.nacksSent) NACKs and \(stats.plisSent) PLIs sent, \(stats.decodeErrors) decode errors, "
-                + "stamps \(stats.firstStamp.map(String.init) ?? "-")…\(stats.lastStamp.map(String.init) ?? "-") (\(stats.stampsOutOfOrder) out of order)"
+                + (stats.firstStamp.map { "stamps \($0)…\(stats.lastStamp ?? $0) (\(stats.stampsOutOfOrder) out of order)" } ?? "no stamp read")
                 + (summary.firstPictureAfter.map { ", first picture after \(fixed($0 * 1000, 0)) ms" } ?? ""))
         }
         if let path = report {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             try OutputFile.write(String(decoding: try encoder.encode(summary), as: UTF8.self), to: path)
+        }
+        // A receiver that heard nothing measured nothing: a CI job must not pass on it.
+        if stats.packets == 0 {
+            log("error: received nothing on \(address):\(port) in \(fixed(Double(MonotonicClock.now() - started) / 1e9, 1)) s (is a host streaming here, --rtp HOST:\(port)?)")
+            return 1
         }
         return 0
     }

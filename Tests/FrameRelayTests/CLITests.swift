@@ -221,10 +221,10 @@ import Testing
         #expect(p.wait(timeout: 30) == 0)
         #expect(h.status == 1, "\(h.stderr)")
         let lines = h.stderr.split(separator: "\n").map(String.init)
-        #expect(lines.count == 3, "\(h.stderr)")
+        #expect(lines.count == 3 && !FileManager.default.fileExists(atPath: recording), "\(h.stderr)")
         #expect(lines.first?.hasSuffix("did you mean \(group.name)?") == true, "\(h.stderr)")
         let why = "(no producer attached: is broadcast-sim running with this --app-group?)"
-        #expect(lines.contains("frame-relay: error: \(misspelt): recorded nothing to \(recording) \(why)") && lines.contains("frame-relay: error: \(misspelt): streamed nothing \(why)"), "\(h.stderr)")
+        #expect(lines.contains("frame-relay: error: \(misspelt): recorded nothing to \(recording) \(why); no file left") && lines.contains("frame-relay: error: \(misspelt): streamed nothing \(why)"), "\(h.stderr)")
     }
 
     /// The host says where its time goes when it drops frames, how many

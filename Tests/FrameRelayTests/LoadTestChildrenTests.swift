@@ -91,6 +91,19 @@ import Testing
         }
     }
 
+    /// Ctrl-C cuts a step short: it says so, judges nothing held, and the run exits 1.
+    @Test func aStepCutShortByCtrlCIsNotJudged() throws {
+        let (_, report) = try loadTest(sessions: 1, duration: 20) { load, _ in
+            sleep(5)
+            load.signal(SIGINT)
+            #expect(load.wait(timeout: 10) == 1, "\(load.stderr)")
+            #expect(load.stderr.contains("1 share interrupted after ") && load.stderr.contains("of 20.0 s, not judged"), "\(load.stderr)")
+            #expect(load.stderr.split(separator: "\n").last == "frame-relay: load-test: interrupted by a signal: the last step was cut short and is not judged", "\(load.stderr)")
+        }
+        let step = try #require(try JSONDecoder().decode(LoadTestReport.self, from: Data(contentsOf: URL(fileURLWithPath: report))).steps.first)
+        #expect(step.interrupted && !step.passed && step.failures.first?.hasPrefix("interrupted by a signal after ") == true, "\(step.failures)")
+    }
+
     /// Ctrl-C while a host is stopped ends the run within 5 s.
     @Test func ctrlCEndsARunWhoseHostIsStoppedWithinFiveSeconds() throws {
         _ = try loadTest(sessions: 2, hosts: 2, duration: 20) { load, prefix in

@@ -124,11 +124,24 @@ import Testing
         #expect(!segmentExists(group))
     }
 
+    /// The port taken is named, RTP's or the RTCP one after it, with a pair to try instead.
     @Test func receiverPortInUseIsOneLine() throws {
         let port = freePortPair()
         let holder = TestRTPPeer(port: port)
         let result = run(Paths.executable("frame-relay"), ["receive", "--port", "\(port)", "--duration", "1"])
-        #expect(result.status != 0 && result.stderr.contains("port \(port) (or \(port + 1) for RTCP) is already in use: choose another pair, such as --port \(port + 2)"), "\(result.stderr)")
+        #expect(result.status != 0 && result.stderr.contains("port \(port) is already in use: choose another pair, such as --port \(port + 2)"), "\(result.stderr)")
         _ = holder
+        let rtcpHolder = TestRTPPeer.bind(port + 3)
+        defer { close(rtcpHolder) }
+        let rtcp = run(Paths.executable("frame-relay"), ["receive", "--port", "\(port + 2)", "--duration", "1"])
+        #expect(rtcp.status != 0 && rtcp.stderr.contains("port \(port + 3) (RTCP, the port after --port) is already in use"), "\(rtcp.stderr)")
+    }
+
+    /// A receiver that heard nothing exits 1 saying so: a CI job must not pass on it.
+    @Test func aReceiverThatHeardNothingFails() {
+        let port = freePortPair()
+        let result = run(Paths.executable("frame-relay"), ["receive", "--port", "\(port)", "--duration", "1"])
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.stderr.contains("no stamp read") && result.stderr.contains("error: received nothing on 127.0.0.1:\(port) in "), "\(result.stderr)")
     }
 }

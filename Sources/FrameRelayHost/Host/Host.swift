@@ -193,7 +193,7 @@ extension Host {
             if let reason = recording.stopped {
                 lines.append("\(share.appGroup): the recording \(recording.path) stopped after \(recording.frames) frames: \(reason)")
             } else if recording.frames == 0 {
-                lines.append("\(share.appGroup): recorded nothing to \(recording.path)\(why)")
+                lines.append("\(share.appGroup): recorded nothing to \(recording.path)\(why)" + (recording.removed ? "; no file left" : ""))
             }
         }
         if streams, (share.transport?.frames ?? 0) == 0 { lines.append("\(share.appGroup): streamed nothing\(why)") }

@@ -45,7 +45,8 @@ struct HostHints {
             else { continue }
             sendsFailing[share.appGroup] = (transport.sendErrors, transport.packets, now)
             saidErrors[share.appGroup] = transport.sendErrors
-            lines.append("\(share.appGroup): RTP packets are not going out: sendto failed with \(code); check --rtp")
+            lines.append("\(share.appGroup): RTP packets are not going out: sendto failed with \(code)"
+                + (code == .connectionRefused ? " (no receiver listening there yet? check --rtp)" : "; check --rtp"))
         }
         // A share dropping more than 5 % once the producer has sent 3 s: say where the host's time goes.
         for share in snapshots where !quiet && !share.producerFinished && share.totalWritten >= 90 && share.totalDropped * 20 > share.totalWritten {

@@ -8,6 +8,8 @@ public struct RecordingStats: Sendable, Codable, Equatable {
     /// How long it plays (its last frame's time + one frame, as the file says).
     public var seconds: Double = 0
     public var stopped: String?
+    /// It held no frame, and its file was removed.
+    public var removed = false
 
     public init(path: String) { self.path = path }
 }

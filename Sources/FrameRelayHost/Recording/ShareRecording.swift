@@ -42,6 +42,10 @@ public final class ShareRecording: FrameSink {
         }
     }
 
-    /// Writes the frame count and closes the file.
-    public func finish() { writer?.finish() }
+    /// Writes the frame count and closes the file; a recording that holds
+    /// no frame (no producer came) leaves no header-only file behind.
+    public func finish() {
+        writer?.finish()
+        if stats.frames == 0, stats.stopped == nil, OutputFile.removeIfFile(stats.path) { stats.removed = true }
+    }
 }

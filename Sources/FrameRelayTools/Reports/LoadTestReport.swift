@@ -28,7 +28,7 @@ public struct LoadTestReport: Codable, Sendable {
         public var framesIn: UInt64
         public var dropPercent: Double
         /// Capture → encoded p50 and p99 of the frames after the warm-up, from
-        /// the distribution's ranges (within a fifth of its value).
+        /// the distribution's ranges (within a sixteenth of its value).
         public var p50Milliseconds: Double
         public var p99Milliseconds: Double
         /// How long after the warm-up the share was measured (s).
@@ -199,6 +199,8 @@ public struct LoadTestReport: Codable, Sendable {
         public var timeline: [Sample]
         /// Each share that missed the objective, and which limit: why a step failed when its totals look fine.
         public var failures: [String] = []
+        /// It was cut short by a signal (Ctrl-C): its figures are what it measured, and it is not judged.
+        public var interrupted = false
         /// Captured → encoded over every share (µs ranges).
         public var latency: [LatencyBin] { LatencyBin.merged(shares.map(\.latency)) }
         /// WebRTC viewers per share through Janus (nil: none watched).

@@ -43,20 +43,26 @@ let package = Package(
         // HTTP: the client and the JSON bodies of the APIs it talks to (Janus),
         // and the small server the viewer and metrics are served from.
         .target(name: "FrameRelayHTTP", dependencies: ["FrameRelaySystem"]),
+        // Janus, in one place: its JSON API client and errors, streaming
+        // mountpoints (create, take back, watch, destroy), a viewer's watch
+        // and the SDP of its offer and answer, and a Janus of our own (its
+        // configuration, a watchdog) for tests and demos. Host, subscriber
+        // and command line all use it.
+        .target(name: "FrameRelayJanus", dependencies: ["FrameRelaySystem", "FrameRelayHTTP", "FrameRelayRing"]),
         // The host: takes frames from the ring, converts, encodes VP8 (only
         // what changed), and delivers to RTP, recordings, the viewer and
         // Janus; times every stage; and the plain RTP receive side.
         .target(
             name: "FrameRelayHost",
             dependencies: ["FrameRelaySystem", "FrameRelayFrames", "FrameRelayRing", "FrameRelayRTP", "FrameRelayDecoding",
-                           "FrameRelayHTTP", "CVpx", "CYuv", "CTurboJPEG"]
+                           "FrameRelayHTTP", "FrameRelayJanus", "CVpx", "CYuv", "CTurboJPEG"]
         ),
         // A WebRTC subscriber of Janus mountpoints that counts frames without
         // decoding them (ICE-lite, DTLS with OpenSSL, SRTP with libsrtp2): the
         // load test's audience. It never sees the encoder.
         .target(
             name: "FrameRelaySubscriber",
-            dependencies: ["FrameRelaySystem", "FrameRelayFrames", "FrameRelayRTP", "FrameRelayDecoding", "FrameRelayHTTP",
+            dependencies: ["FrameRelaySystem", "FrameRelayFrames", "FrameRelayRTP", "FrameRelayDecoding", "FrameRelayHTTP", "FrameRelayJanus",
                            "CSSL", "CSRTP", "CZlib"]
         ),
         // What the command-line programs share: argument parsing, load-test
@@ -66,18 +72,18 @@ let package = Package(
         .executableTarget(
             name: "frame-relay",
             dependencies: ["FrameRelaySystem", "FrameRelayFrames", "FrameRelayRing", "FrameRelayProducer", "FrameRelayHost", "FrameRelayRTP",
-                           "FrameRelayHTTP", "FrameRelayDecoding", "FrameRelaySubscriber", "FrameRelayTools"]
+                           "FrameRelayHTTP", "FrameRelayJanus", "FrameRelayDecoding", "FrameRelaySubscriber", "FrameRelayTools"]
         ),
         .executableTarget(
             name: "Benchmarks",
             dependencies: ["FrameRelaySystem", "FrameRelayFrames", "FrameRelayRing", "FrameRelayProducer", "FrameRelayHost",
-                           "FrameRelayRTP", "FrameRelayDecoding", "FrameRelaySubscriber", "FrameRelayTools", "CVpx", "CYuv"],
+                           "FrameRelayRTP", "FrameRelayDecoding", "FrameRelayJanus", "FrameRelaySubscriber", "FrameRelayTools", "CVpx", "CYuv"],
             path: "Benchmarks", exclude: ["side-by-side.sh", "thread-count.sh"]
         ),
         .testTarget(
             name: "FrameRelayTests",
             dependencies: ["FrameRelaySystem", "FrameRelayFrames", "FrameRelayRing", "FrameRelayProducer", "FrameRelayHost",
-                           "FrameRelayRTP", "FrameRelayDecoding", "FrameRelayHTTP", "FrameRelaySubscriber", "FrameRelayTools",
+                           "FrameRelayRTP", "FrameRelayDecoding", "FrameRelayHTTP", "FrameRelayJanus", "FrameRelaySubscriber", "FrameRelayTools",
                            "CVpx", "CTurboJPEG", "CYuv", "CMemory", "CXcb"]
         ),
     ]

@@ -2,8 +2,6 @@
 public enum SubscriberError: Error, CustomStringConvertible, Equatable {
     /// OpenSSL or libsrtp2 refused a call.
     case crypto(String, String)
-    /// Janus's SDP offer lacks what we need (VP8, ICE credentials, a fingerprint).
-    case badOffer(String)
     /// Janus answered with an error, or not at all.
     case janus(String)
     /// A system call failed (a socket, epoll).
@@ -12,7 +10,6 @@ public enum SubscriberError: Error, CustomStringConvertible, Equatable {
     public var description: String {
         switch self {
         case .crypto(let call, let reason): "\(call): \(reason)"
-        case .badOffer(let reason): reason
         case .janus(let reason): reason
         case .system(let reason): reason
         }

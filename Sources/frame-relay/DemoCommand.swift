@@ -7,6 +7,7 @@ import FrameRelayRTP
 import FrameRelayHTTP
 import FrameRelayHost
 import FrameRelayTools
+import FrameRelayJanus
 
 /// `frame-relay demo`: starts broadcast-sim (synthetic screen, or the X11
 /// desktop) and the host with live stats, and ends both on Ctrl-C.

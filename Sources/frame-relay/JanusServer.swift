@@ -2,7 +2,7 @@
 import Foundation
 import FrameRelaySystem
 import FrameRelayHTTP
-import FrameRelayHost
+import FrameRelayJanus
 import FrameRelayTools
 
 /// A Janus server of our own (Debian's `janus`): the streaming plugin and

@@ -5,6 +5,7 @@ import FrameRelayRing
 import FrameRelayHTTP
 import FrameRelayHost
 import FrameRelayTools
+import FrameRelayJanus
 
 /// Hosts the shares: here (one host) or dealt round robin to `hosts` child
 /// hosts, whose statistics are read from their `/stats.json` while they run

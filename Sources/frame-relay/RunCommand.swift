@@ -5,6 +5,7 @@ import FrameRelayRTP
 import FrameRelayHTTP
 import FrameRelayHost
 import FrameRelayTools
+import FrameRelayJanus
 
 /// `frame-relay run` (the default): attach to App Group rings, take every
 /// newest frame, encode, stream, record and serve the viewer.

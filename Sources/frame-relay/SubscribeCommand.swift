@@ -4,6 +4,7 @@ import FrameRelayRing
 import FrameRelayHost
 import FrameRelaySubscriber
 import FrameRelayTools
+import FrameRelayJanus
 
 /// `frame-relay subscribe`: WebRTC viewers of a Janus mountpoint, many in
 /// one process, that count frames without decoding them (one in K decodes

@@ -4,6 +4,7 @@ import FrameRelayHost
 import FrameRelaySystem
 import FrameRelayTools
 import Testing
+import FrameRelayJanus
 
 /// Shares through Janus to real WebRTC viewers. Janus gathers no ICE
 /// candidates on loopback, so each test runs in a network namespace of its

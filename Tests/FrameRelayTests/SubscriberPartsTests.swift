@@ -4,6 +4,7 @@ import FrameRelaySystem
 import FrameRelayRTP
 @testable import FrameRelaySubscriber
 import Testing
+import FrameRelayJanus
 
 /// The subscriber's parts on their own, against byte-exact vectors: STUN
 /// (RFC 5769's samples), the SDP it reads and writes, the frame tracker,
@@ -128,7 +129,7 @@ import Testing
     ])
     func anOfferWithoutWhatWeNeedIsRefusedSayingWhat(_ original: String, _ replacement: String, _ reason: String) {
         let sdp = Self.janusOffer.replacingOccurrences(of: original, with: replacement)
-        #expect(throws: SubscriberError.self) { try JanusOffer(parsing: sdp) }
+        #expect(throws: JanusOfferError.self) { try JanusOffer(parsing: sdp) }
         #expect((try? JanusOffer(parsing: sdp)) == nil)
         do {
             _ = try JanusOffer(parsing: sdp)

@@ -5,6 +5,7 @@ import FrameRelayHost
 import FrameRelaySubscriber
 import FrameRelayTools
 import Testing
+import FrameRelayJanus
 
 /// The native WebRTC subscriber (`frame-relay subscribe`) against a real
 /// Janus, a real host and producer, in a network namespace of their own.

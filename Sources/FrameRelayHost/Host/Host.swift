@@ -5,6 +5,7 @@ import FrameRelaySystem
 import FrameRelayRing
 import FrameRelayRTP
 import FrameRelayHTTP
+import FrameRelayJanus
 
 /// The host, wired: one ``ShareReceiver`` thread per App Group, each with
 /// its ``SharePipeline`` and outputs (recording, RTP, Janus mountpoints,

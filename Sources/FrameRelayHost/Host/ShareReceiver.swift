@@ -3,6 +3,7 @@ import Synchronization
 import FrameRelaySystem
 import FrameRelayFrames
 import FrameRelayRing
+import FrameRelayJanus
 
 /// The host's loop for one App Group: follows the producer, takes each
 /// newest frame and sends it down the share's ``SharePipeline``, reads the

@@ -1,5 +1,6 @@
 import FrameRelaySystem
 import FrameRelayRing
+import FrameRelayJanus
 /// What the host knows about one share (one App Group), as reported in the
 /// status line and the JSON summary.
 public struct ShareStats: Sendable, Codable {

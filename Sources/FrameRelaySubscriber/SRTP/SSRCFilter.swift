@@ -1,3 +1,5 @@
+import FrameRelayJanus
+
 /// Which of Janus's SSRCs a viewer decrypts: those its offer names (the
 /// stream and its retransmissions), or, when the offer names none, the
 /// first few heard. libsrtp keeps state for every SSRC it authenticates,
@@ -6,7 +8,7 @@
 /// decrypting.
 struct SSRCFilter {
     /// The most SSRCs a viewer takes.
-    static let limit = 4
+    static let limit = JanusOffer.ssrcLimit
     private var allowed: [UInt32]
     private let learns: Bool
 

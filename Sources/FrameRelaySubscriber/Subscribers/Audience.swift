@@ -1,6 +1,7 @@
 @preconcurrency import Glibc
 import FrameRelaySystem
 import FrameRelayHTTP
+import FrameRelayJanus
 
 /// Many WebRTC subscribers in one process: groups of viewers, each on a
 /// Janus mountpoint and a link of its own, joined one after the other

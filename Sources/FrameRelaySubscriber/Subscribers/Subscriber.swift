@@ -1,6 +1,7 @@
 @preconcurrency import Glibc
 import FrameRelaySystem
 import FrameRelayRTP
+import FrameRelayJanus
 
 /// One WebRTC subscriber of a Janus streaming mountpoint, without decoding
 /// (or, one in K, decoding too): an ICE-lite agent that answers Janus's

@@ -1,11 +1,12 @@
 import Synchronization
 import FrameRelaySystem
+import FrameRelayHTTP
 import FrameRelayRing
 
 /// Each share's Janus mountpoint (none without Janus servers), watched
 /// every 2 s off the frame path, and destroyed when the host is done.
-final class JanusShares {
-    let mountpoints: [JanusMountpoint]
+package final class JanusShares {
+    package let mountpoints: [JanusMountpoint]
     private let servers: [JanusStreaming]
     private let secret: String?
     private let watching = Watching()
@@ -16,7 +17,7 @@ final class JanusShares {
 
     /// Opens a mountpoint per group on `servers` (dealt in order); on an
     /// error from any Janus, the ones already opened are destroyed before it is thrown.
-    init(_ groups: [AppGroup], servers: [JanusStreaming], secret: String?, log: @escaping @Sendable (String) -> Void) throws {
+    package init(_ groups: [AppGroup], servers: [JanusStreaming], secret: String?, log: @escaping @Sendable (String) -> Void) throws {
         self.servers = servers
         self.secret = secret
         var opened: [JanusMountpoint] = []
@@ -54,7 +55,7 @@ final class JanusShares {
     }
 
     /// Stops the watch and destroys the mountpoints; a Janus that is gone is said once each.
-    func close(log: @escaping @Sendable (String) -> Void) {
+    package func close(log: @escaping @Sendable (String) -> Void) {
         watching.running.store(false, ordering: .relaxed)
         Self.destroy(mountpoints, servers: servers, secret: secret, log: log)
     }

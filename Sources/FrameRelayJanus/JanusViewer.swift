@@ -5,15 +5,15 @@ import FrameRelayHTTP
 /// streaming plugin, `watch` (Janus's SDP offer), `start` (our answer),
 /// keepalives, and `destroy`. Each subscriber has a session of its own, so
 /// the events polled for it are its own.
-struct JanusViewer: Sendable {
-    let api: JanusAPI
+package struct JanusViewer: Sendable {
+    package let api: JanusAPI
     let session: UInt64
     let handle: UInt64
     private var sessionPath: String { "\(api.url.path)/\(session)" }
     private var handlePath: String { "\(sessionPath)/\(handle)" }
 
     /// Creates a session and attaches to the streaming plugin.
-    init(api: JanusAPI) throws(JanusError) {
+    package init(api: JanusAPI) throws(JanusError) {
         self.api = api
         session = try api.id(of: api.post(["janus": "create"], to: api.url.path))
         do {
@@ -26,7 +26,7 @@ struct JanusViewer: Sendable {
 
     /// Asks to watch `mountpoint` and returns Janus's SDP offer; throws the
     /// plugin's error (no such mountpoint) or no offer within `timeout` s.
-    func watch(_ mountpoint: UInt64, timeout: Double = 10) throws(JanusError) -> String {
+    package func watch(_ mountpoint: UInt64, timeout: Double = 10) throws(JanusError) -> String {
         let reply = try api.post(["janus": "message", "body": ["request": "watch", "id": try id(mountpoint)]], to: handlePath)
         if let offer = try Self.offer(in: reply, api: api) { return offer }
         let deadline = MonotonicClock.now() + UInt64(timeout * 1e9)
@@ -63,7 +63,7 @@ struct JanusViewer: Sendable {
     }
 
     /// Sends our answer: Janus starts the stream once ICE and DTLS are up.
-    func start(answer sdp: String) throws(JanusError) {
+    package func start(answer sdp: String) throws(JanusError) {
         let reply = try api.post(["janus": "message", "body": ["request": "start"], "jsep": ["type": "answer", "sdp": .string(sdp)]], to: handlePath)
         if let data = reply["plugindata"]?["data"], let code = data["error_code"]?.unsigned {
             throw JanusError(url: api.url.description, code: Int(code), reason: data["error"]?.string ?? "unknown error")
@@ -71,12 +71,12 @@ struct JanusViewer: Sendable {
     }
 
     /// Keeps the session alive (Janus ends one silent for a minute).
-    func keepalive(timeout: Double = 3) throws(JanusError) {
+    package func keepalive(timeout: Double = 3) throws(JanusError) {
         _ = try api.post(["janus": "keepalive"], to: sessionPath, timeout: timeout)
     }
 
     /// Whether `mountpoint` still exists (asked on this handle).
-    func mountpointExists(_ mountpoint: UInt64, timeout: Double = 3) -> Bool? {
+    package func mountpointExists(_ mountpoint: UInt64, timeout: Double = 3) -> Bool? {
         do {
             let reply = try api.post(["janus": "message", "body": ["request": "info", "id": try id(mountpoint)]], to: handlePath, timeout: timeout)
             return reply["plugindata"]?["data"]?["error_code"]?.unsigned == nil
@@ -86,7 +86,7 @@ struct JanusViewer: Sendable {
     }
 
     /// Ends the session: Janus hangs up the PeerConnection.
-    func destroy(timeout: Double = 2) {
+    package func destroy(timeout: Double = 2) {
         _ = try? api.post(["janus": "destroy"], to: sessionPath, timeout: timeout)
     }
 }

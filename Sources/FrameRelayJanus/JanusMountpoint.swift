@@ -1,5 +1,4 @@
 import FrameRelayRing
-import FrameRelayRTP
 import FrameRelayHTTP
 /// One share's streaming mountpoint on a Janus server: where the share's
 /// RTP goes, and what a WebRTC viewer asks Janus to watch.

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import FrameRelayHTTP
 import FrameRelaySystem
 
 /// Janus's JSON API over HTTP (its `janus.transport.http`): one message

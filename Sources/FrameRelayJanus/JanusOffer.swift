@@ -1,24 +1,25 @@
 import FrameRelaySystem
+import FrameRelayHTTP
 
 /// What a subscriber needs from the SDP offer Janus makes for a
 /// streaming mountpoint: ICE credentials, the DTLS fingerprint, and the
 /// video section's mid and VP8 payload type.
-struct JanusOffer: Equatable {
-    var iceUfrag: String
-    var icePassword: String
+package struct JanusOffer: Equatable {
+    package var iceUfrag: String
+    package var icePassword: String
     /// SHA-256 of Janus's DTLS certificate.
-    var fingerprint: [UInt8]
-    var mid: String
-    var payloadType: Int
+    package var fingerprint: [UInt8]
+    package var mid: String
+    package var payloadType: Int
     /// The payload type of retransmissions in their own stream (RFC 4588 `rtx`, its `apt` VP8's), when Janus offers them.
-    var rtxPayloadType: Int?
+    package var rtxPayloadType: Int?
     /// The IPv4 address of Janus's first host candidate: where its media comes from (not always its API's address).
-    var candidateAddress: String?
+    package var candidateAddress: String?
     /// The SSRCs the video section names (`a=ssrc`: the stream and its retransmissions); empty when it names none.
-    var ssrcs: [UInt32] = []
+    package var ssrcs: [UInt32] = []
 
-    /// Parses `sdp`; throws a ``SubscriberError/badOffer(_:)`` naming what is missing.
-    init(parsing sdp: String) throws(SubscriberError) {
+    /// Parses `sdp`; throws a ``JanusOfferError`` naming what is missing.
+    package init(parsing sdp: String) throws(JanusOfferError) {
         var ufrag: String?, password: String?, fingerprint: [UInt8]?, mid: String?, vp8: Int?, video = false, videoLine = false
         var rtx: [Int: Int] = [:]  // rtx payload type → the payload type it repairs
         var rtxTypes: Set<Int> = []
@@ -55,7 +56,7 @@ struct JanusOffer: Equatable {
                 if parts.count == 2, parts[1].lowercased().hasPrefix("rtx/90000"), let type = Int(parts[0]) { rtxTypes.insert(type) }
             case "ssrc" where video:
                 // "1072619482 cname:janus": each SSRC once, a few at most (a stream and its retransmissions).
-                if let ssrc = value.split(separator: " ").first.flatMap({ UInt32($0) }), !ssrcs.contains(ssrc), ssrcs.count < SSRCFilter.limit { ssrcs.append(ssrc) }
+                if let ssrc = value.split(separator: " ").first.flatMap({ UInt32($0) }), !ssrcs.contains(ssrc), ssrcs.count < Self.ssrcLimit { ssrcs.append(ssrc) }
             case "fmtp" where video:
                 // "97 apt=96"
                 let parts = value.split(separator: " ")
@@ -63,10 +64,10 @@ struct JanusOffer: Equatable {
             default: break
             }
         }
-        guard videoLine else { throw .badOffer("Janus's offer has no video section") }
-        guard let vp8 else { throw .badOffer("Janus's offer has no VP8 in its video section") }
-        guard let ufrag, let password, !ufrag.isEmpty, !password.isEmpty else { throw .badOffer("Janus's offer has no ICE credentials") }
-        guard let fingerprint else { throw .badOffer("Janus's offer has no sha-256 DTLS fingerprint") }
+        guard videoLine else { throw JanusOfferError("Janus's offer has no video section") }
+        guard let vp8 else { throw JanusOfferError("Janus's offer has no VP8 in its video section") }
+        guard let ufrag, let password, !ufrag.isEmpty, !password.isEmpty else { throw JanusOfferError("Janus's offer has no ICE credentials") }
+        guard let fingerprint else { throw JanusOfferError("Janus's offer has no sha-256 DTLS fingerprint") }
         iceUfrag = ufrag
         icePassword = password
         self.fingerprint = fingerprint
@@ -77,16 +78,19 @@ struct JanusOffer: Equatable {
         self.ssrcs = ssrcs
     }
 
+    /// The most SSRCs of the video section kept (a stream and its retransmissions, with room).
+    package static let ssrcLimit = 4
+
     /// A dotted-quad unicast IPv4 address: never a name to look up (the
     /// offer's words are not sent to DNS), nor 0.0.0.0, multicast or broadcast.
-    static func isUnicastIPv4(_ text: some StringProtocol) -> Bool {
+    package static func isUnicastIPv4(_ text: some StringProtocol) -> Bool {
         guard let value = SocketAddress(ipv4: String(text), port: 0)?.ipv4 else { return false }
         return value != 0 && value >> 28 != 0xE && value != 0xFFFF_FFFF
     }
 
     /// The answer of an ICE-lite, recv-only, DTLS-client peer at `address:port`
     /// that takes retransmissions as Janus offers them (in an RTX stream when it does).
-    func answer(ufrag: String, password: String, fingerprint: String, address: String, port: Int) -> String {
+    package func answer(ufrag: String, password: String, fingerprint: String, address: String, port: Int) -> String {
         let types = rtxPayloadType.map { "\(payloadType) \($0)" } ?? "\(payloadType)"
         var lines = [
             "v=0",
@@ -113,4 +117,11 @@ struct JanusOffer: Equatable {
         return lines.joined(separator: "\r\n")
     }
 
+}
+
+/// What Janus's SDP offer lacks that a viewer needs (VP8, ICE credentials, a fingerprint): one line.
+package struct JanusOfferError: Error, CustomStringConvertible, Equatable {
+    package var reason: String
+    package init(_ reason: String) { self.reason = reason }
+    package var description: String { reason }
 }

@@ -99,7 +99,13 @@ public enum OutputFile {
     public static func write(_ text: String, to path: String) throws(SystemError) {
         let file = try open(path)
         var text = text
-        try text.withUTF8 { bytes in Result { () throws(SystemError) in try file.writeAll(UnsafeRawBufferPointer(bytes)) } }.get()
+        do {
+            try text.withUTF8 { bytes in Result { () throws(SystemError) in try file.writeAll(UnsafeRawBufferPointer(bytes)) } }.get()
+        } catch {
+            // Cut short (a full disk): no half a report is left to be read as a whole one.
+            _ = removeIfFile(path)
+            throw error
+        }
     }
 
 }

@@ -52,16 +52,32 @@ extension Process {
     /// `grace` seconds (stopped with SIGSTOP, or ignoring SIGTERM), and waits for it.
     func end(grace: Double = 3) { Self.end([self], grace: grace) }
 
+    /// How a process had to be ended by ``end(_:grace:)``.
+    enum Ending: Equatable {
+        /// It ended on its own or at SIGTERM.
+        case ended
+        /// It was still there after the grace (stopped, when it was: SIGSTOP), and got SIGKILL.
+        case killed(stopped: Bool)
+    }
+
     /// Ends every process started of `processes` at once: SIGTERM to each,
     /// then SIGKILL to those still there after `grace` seconds, and waits for
-    /// them all; `grace` bounds the whole, however many are stopped.
-    static func end(_ processes: [Process], grace: Double = 3) {
+    /// them all; `grace` bounds the whole, however many are stopped. Says,
+    /// for each, whether it had to be killed.
+    @discardableResult
+    static func end(_ processes: [Process], grace: Double = 3) -> [Ending] {
         let started = processes.filter { $0.processIdentifier != 0 }
         for process in started where process.isRunning { process.terminate() }
         let deadline = MonotonicClock.now() + UInt64(grace * 1e9)
         while started.contains(where: \.isRunning), MonotonicClock.now() < deadline { usleep(10_000) }
-        for process in started where process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        let endings = processes.map { process -> Ending in
+            guard process.processIdentifier != 0, process.isRunning else { return .ended }
+            let stopped = Processor.isStopped(process.processIdentifier)
+            kill(process.processIdentifier, SIGKILL)
+            return .killed(stopped: stopped)
+        }
         for process in started { process.waitUntilExit() }
+        return endings
     }
 
     /// How it ended, in words: "exit status N" or "killed by signal N".

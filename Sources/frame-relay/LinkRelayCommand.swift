@@ -24,8 +24,10 @@ struct LinkRelayCommand: ParsableCommand {
         func said(_ drops: LinkRelay.Drops) -> String {
             "\(drops.random) at random" + (link.rate > 0 ? ", \(drops.rate) for its rate" : "") + ", \(drops.buffer) with the relay's buffer full"
         }
+        let held = relay.stillHeld
         log("link-relay: passed \(relay.passedDown) datagrams to the viewer and \(relay.passedUp) to Janus; dropped toward the viewer \(said(dropped.down)), "
-            + "toward Janus \(said(dropped.up)); \(relay.strangers) from strangers, \(relay.unroutable) before the other side was known")
+            + "toward Janus \(said(dropped.up)); \(relay.strangers) from strangers, \(relay.unroutable) before the other side was known"
+            + (held.down + held.up > 0 ? "; \(held.down) toward the viewer and \(held.up) toward Janus still held when it stopped" : ""))
         return 0
     }
 }

@@ -17,7 +17,12 @@ struct LoadTest: ParsableCommand {
     @Option("sessions", "N", in: 1...256, help: "Concurrent shares (producer processes), or the ramp's upper bound with --ramp.") var sessions = 4
     @Option("app-groups", "PREFIX", help: "The shares' App Groups are PREFIX.s0, PREFIX.s1, … (default: group.com.example.loadtest.pPID, this run's own, so that two load tests on one machine do not meet).",
             transform: { prefix in
-                guard (try? AppGroup(prefix + ".s255")) != nil else { throw UsageError("invalid --app-groups \"\(prefix)\": PREFIX.s0 must be an App Group (group. and reverse-DNS labels)") }
+                guard prefix.utf8.count + 5 <= AppGroup.maxLength else {
+                    throw UsageError("invalid --app-groups: \(prefix.utf8.count) characters, at most \(AppGroup.maxLength - 5) (PREFIX.s255 must fit an App Group's \(AppGroup.maxLength))")
+                }
+                guard (try? AppGroup(prefix + ".s255")) != nil else {
+                    throw UsageError("invalid --app-groups \"\(PeerText.quoted(prefix, limit: 64))\": PREFIX.s0 must be an App Group (group. and reverse-DNS labels)")
+                }
                 return prefix
             }) var appGroupPrefix = "group.com.example.loadtest.p\(getpid())"
     @Option("hosts", "K", in: 1...64, help: "Host processes the shares are dealt to (1: this process hosts them all).") var hosts = 1

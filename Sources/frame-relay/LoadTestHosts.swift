@@ -111,8 +111,11 @@ func hostShares(
         if onTick(latest) { break }
     }
     // Stopped as by Ctrl-C, each host writes its report (SIGKILL 3 s later for one that does not end).
-    Process.end(children.map(\.process))
+    let endings = Process.end(children.map(\.process))
     for (host, child) in children.enumerated() {
+        if case .killed(let stopped) = endings[host] {
+            throw failure(host, "did not end within 3 s of SIGTERM to write its report" + (stopped ? " (it was stopped: SIGSTOP)" : "") + ", and was killed")
+        }
         guard child.process.terminationReason == .exit, child.process.terminationStatus == 0, let data = FileManager.default.contents(atPath: child.report.path),
             let stats = try? JSONDecoder().decode([ShareStats].self, from: data)
         else { throw failure(host) }

@@ -40,7 +40,14 @@ func runStep(
     _ count: Int, groups groupPrefix: String, simulator: URL, hosts: Int, size: (width: Int, height: Int), fps: Int, format: PixelFormat, content: String = "pattern",
     bitrate: Int, encodeEveryFrame: Bool = false, duration: Double, report: LoadTestReport, watch: LoadTestAudience? = nil
 ) throws -> LoadTestReport.Step {
-    let work = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("frame-relay-step-\(getpid())-\(count)-\(UInt32.random(in: 0...UInt32.max))")
+    let temporary = URL(fileURLWithPath: NSTemporaryDirectory())
+    // A load test killed with -9 could not remove its step's folder: the next one does, once that process is gone.
+    for name in (try? FileManager.default.contentsOfDirectory(atPath: temporary.path)) ?? [] where name.hasPrefix("frame-relay-step-") {
+        if let pid = Int32(name.dropFirst("frame-relay-step-".count).prefix { $0 != "-" }), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH {
+            try? FileManager.default.removeItem(at: temporary.appendingPathComponent(name))
+        }
+    }
+    let work = temporary.appendingPathComponent("frame-relay-step-\(getpid())-\(count)-\(UInt32.random(in: 0...UInt32.max))")
     try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: work) }
     // With Janus, each host traces every frame, for latency at the viewers.

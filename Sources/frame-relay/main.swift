@@ -36,13 +36,15 @@ func runCommand() throws -> Int32 {
     func command(_ name: String) throws -> any ParsableCommand.Type {
         guard let command = subcommands[name] else {
             let guess = EditDistance.nearest(to: name, among: Array(subcommands.keys) + ["help"]).map { "did you mean \($0)? " } ?? ""
-            throw UsageError("unknown subcommand \"\(name)\": \(guess)run, demo, receive, load-test, janus, subscribe, link-relay, help (see --help)")
+            throw UsageError("unknown subcommand \"\(PeerText.quoted(name, limit: 64))\": \(guess)run, demo, receive, load-test, janus, subscribe, link-relay, help (see --help)")
         }
         return command
     }
     if name == "help" {
-        // `help SUBCOMMAND`: that one's help.
-        print(try arguments.first.map { try command($0).helpText } ?? Run.helpText)
+        // `help SUBCOMMAND`: that one's help (`help`, `help help` and `help --help`: the whole program's).
+        guard arguments.count <= 1 else { throw UsageError("unexpected argument \"\(PeerText.quoted(arguments[1], limit: 64))\" after help \(PeerText.quoted(arguments[0], limit: 64))") }
+        let topic = arguments.first.flatMap { ["help", "--help", "-h"].contains($0) ? nil : $0 }
+        print(try topic.map { try command($0).helpText } ?? Run.helpText)
         return 0
     }
     return try command(name).parse(arguments).run()

@@ -113,6 +113,12 @@ import Testing
         (["subscribe", "--janus", "http://127.0.0.1:9/janus", "--mountpoint", "1", "--captures", "/etc/passwd"], "--captures /etc/passwd: line 1 is not a trace record"),
         // What was typed reaches the terminal with its control characters written out.
         (["subscribe", "--janus", "http://127.0.0.1:9/janus", "--mountpoint", "1", "--link", "loss=\u{1b}[31m"], #"loss "\u{1b}[31m" is not a percentage"#),
+        // So do the marks that would turn it around, and a name of any length is cut.
+        (["-\u{202E}http"], #"unexpected argument "-\u{202e}http""#),
+        (["--" + String(repeating: "x", count: 100_000)], "unknown option --" + String(repeating: "x", count: 64) + "… (see --help)"),
+        (["--", "--bitrate", "5"], "unexpected argument \"--\""),
+        (["help", "load-test", "extra"], "unexpected argument \"extra\" after help load-test"),
+        (["load-test", "--app-groups", "group." + String(repeating: "a", count: 200)], "invalid --app-groups: 206 characters, at most 195"),
     ]
 
     @Test(arguments: hostCases)
@@ -143,6 +149,10 @@ import Testing
     @Test func helpNamedForASubcommandIsItsHelp() {
         let help = run(Paths.executable("frame-relay"), ["help", "load-test"])
         #expect(help.status == 0 && help.stdout.hasPrefix("frame-relay load-test: many shares at once") && help.stdout.contains("--viewer-link SPEC"), "\(help.stdout)")
+        for same in [["help", "help"], ["help", "--help"]] {
+            let general = run(Paths.executable("frame-relay"), same)
+            #expect(general.status == 0 && general.stdout.contains("Subcommands"), "\(same): \(general.stderr)")
+        }
         let unknown = run(Paths.executable("frame-relay"), ["help", "subscibe"])
         #expect(unknown.status == 1 && unknown.stderr.contains("did you mean subscribe?"), "\(unknown.stderr)")
     }

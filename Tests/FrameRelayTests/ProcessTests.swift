@@ -238,6 +238,12 @@ import Testing
                 + "this host opened and wrote nothing; stop that process or use another App Group\n", "\(refused.stderr)")
             #expect(!FileManager.default.fileExists(atPath: recording))
         }
+        // One that binds the name and does not listen cannot be asked: it is not taken for a host either.
+        let mute = Spawned("/usr/bin/python3", ["-c", squatter.replacingOccurrences(of: "s.listen(1)\n", with: ""), name])
+        defer { mute.signal(SIGKILL) }
+        for _ in 0..<100 where !mute.stdout.contains("bound") { usleep(50_000) }
+        let refused = run(Paths.executable("frame-relay"), ["--app-group", group.name, "--duration", "1"])
+        #expect(refused.status == 1 && refused.stderr.contains("is claimed by a process that does not answer as a frame-relay host does"), "\(refused.stderr)")
     }
 
     @Test func signalPausesAndResumesLive() throws {

@@ -44,6 +44,8 @@ public final class HostClaim {
         guard let file = try? FileDescriptor.open("/proc/\(pid)/comm", O_RDONLY) else { return nil }
         var bytes = [UInt8](repeating: 0, count: 64)
         guard let count = try? bytes.withUnsafeMutableBytes({ buffer throws(SystemError) in try file.read(into: buffer, at: 0) }) else { return nil }
-        return String(decoding: bytes.prefix(count).prefix { $0 != 0x0A }, as: UTF8.self)
+        // The kernel ends the name with one newline; whatever else it holds is the peer's own, written out.
+        let name = bytes.prefix(count).last == 0x0A ? bytes.prefix(count - 1) : bytes.prefix(count)
+        return PeerText.quoted(String(decoding: name, as: UTF8.self), limit: 64)
     }
 }

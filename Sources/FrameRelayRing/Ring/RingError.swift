@@ -38,11 +38,15 @@ public enum RingError: Error, CustomStringConvertible {
         case .hostRunning(let segment, let pid):
             "segment \(segment) already has a host attached (pid \(pid))"
         case .appGroupHosted(let appGroup, let holder):
-            if let holder, !holder.isOurHost {
-                "\(appGroup) is claimed by pid \(holder.pid) (uid \(holder.uid), \(holder.program.map { PeerText.quoted($0) } ?? "program unknown")), "
+            if let holder, holder.isOurHost {
+                "\(appGroup) is already hosted by pid \(holder.pid): this host opened and wrote nothing"
+            } else if let holder {
+                "\(appGroup) is claimed by pid \(holder.pid) (uid \(holder.uid), \(holder.program ?? "program unknown")), "
                     + "not a frame-relay host of this user: this host opened and wrote nothing; stop that process or use another App Group"
             } else {
-                "\(appGroup) is already hosted by \(holder.map { "pid \($0.pid)" } ?? "another frame-relay"): this host opened and wrote nothing"
+                // A host of ours listens on its claim; one that does not answer took the name without being one.
+                "\(appGroup) is claimed by a process that does not answer as a frame-relay host does (it holds the name without listening): "
+                    + "this host opened and wrote nothing; stop that process or use another App Group"
             }
         case .frameTooLarge(let bytes, let capacity):
             "frame of \(bytes) bytes does not fit the ring's \(capacity)-byte slots"

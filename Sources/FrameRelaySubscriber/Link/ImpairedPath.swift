@@ -72,14 +72,13 @@ final class ImpairedPath {
         }
         var departs = now
         if limitsRate {
-            // The packet leaves once the link has sent what came before it.
+            // The packet leaves once the link has sent what came before it (the link's time is taken only once it is held).
             let start = max(now, linkFree)
             guard start - now <= conditions.queue else {
                 overflowed += 1
                 return false
             }
             departs = start + UInt64(packet.count + 28) * 8 * 1_000_000_000 / conditions.rate  // with IP and UDP headers
-            linkFree = departs
         }
         var due = departs + conditions.delay
         if conditions.jitter > 0 { due = due - conditions.jitter + UInt64(uniform() * Double(2 * conditions.jitter)) }
@@ -89,6 +88,7 @@ final class ImpairedPath {
             return false
         }
         lastDue = due
+        if limitsRate { linkFree = departs }
         if packet.count > 0 { (storage + offset).copyMemory(from: packet.baseAddress!, byteCount: packet.count) }
         held[(head + count) % held.count] = Held(due: due, offset: Int32(offset), length: Int32(packet.count), wraps: wraps, address: UInt8(index))
         count += 1
@@ -122,6 +122,9 @@ final class ImpairedPath {
         writeOffset = offset + length
         return (offset, wraps)
     }
+
+    /// How many packets it holds now.
+    var heldCount: Int { count }
 
     /// When the next held packet is due, if any.
     var nextDue: UInt64? { count > 0 ? held[head].due : nil }

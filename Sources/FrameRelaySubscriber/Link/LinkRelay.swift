@@ -17,14 +17,18 @@ public final class LinkRelay {
     public let janusPort: Int
     private var viewer: SocketAddress?
     private var janus: SocketAddress?
+    /// The relay's own two sides: never taken as a peer (a datagram forged to seem one's would loop forever).
+    private let ownSides: [SocketAddress]
     private let down: ImpairedPath
     private let up: ImpairedPath
     private let poll: EventPoll
     private let buffer: UnsafeMutableRawBufferPointer
-    /// Datagrams passed each way, and those dropped because the other side was not known yet.
+    /// Datagrams delivered each way (sent on by the link), and those dropped because the other side was not known yet.
     public private(set) var passedDown: UInt64 = 0
     public private(set) var passedUp: UInt64 = 0
     public private(set) var unroutable: UInt64 = 0
+    /// Datagrams the link still held, each way, when the relay stopped (a delay longer than what was left).
+    public var stillHeld: (down: Int, up: Int) { (down.heldCount, up.heldCount) }
     /// Datagrams from an address other than the side's peer, dropped.
     public private(set) var strangers: UInt64 = 0
 
@@ -41,6 +45,7 @@ public final class LinkRelay {
             try janusSide.bind(to: local)
             viewerPort = try viewerSide.localAddress().port
             janusPort = try janusSide.localAddress().port
+            ownSides = [try viewerSide.localAddress(), try janusSide.localAddress()]
             poll = try EventPoll()
             try poll.add(viewerSide.rawValue, tag: 0)
             try poll.add(janusSide.rawValue, tag: 1)
@@ -68,8 +73,12 @@ public final class LinkRelay {
                 throw .system("the link relay: \(error)")
             }
             let after = MonotonicClock.now()
-            down.release(now: after) { datagram, address in _ = try? viewerSide.send(UnsafeRawBufferPointer(datagram), to: address) }
-            up.release(now: after) { datagram, address in _ = try? janusSide.send(UnsafeRawBufferPointer(datagram), to: address) }
+            down.release(now: after) { datagram, address in
+                if (try? viewerSide.send(UnsafeRawBufferPointer(datagram), to: address)) != nil { passedDown += 1 }
+            }
+            up.release(now: after) { datagram, address in
+                if (try? janusSide.send(UnsafeRawBufferPointer(datagram), to: address)) != nil { passedUp += 1 }
+            }
         }
     }
 
@@ -78,19 +87,24 @@ public final class LinkRelay {
         var source = SocketAddress()
         for _ in 0..<64 {
             let received = fromViewer ? try? viewerSide.receive(into: buffer, from: &source) : try? janusSide.receive(into: buffer, from: &source)
-            guard let count = received ?? nil, count > 0 else { return }
+            // nil: nothing waits; an empty datagram (0 bytes) is relayed like any other.
+            guard let count = received ?? nil else { return }
             let now = MonotonicClock.now(), datagram = UnsafeRawBufferPointer(rebasing: buffer[..<count])
-            // Each side's peer is the first address heard there; anyone else is dropped, never followed.
+            // Each side's peer is the first address heard there (never one of the relay's own sides); anyone else is dropped, never followed.
+            if ownSides.contains(where: { $0.isSame(as: source) }) {
+                strangers += 1
+                continue
+            }
             if fromViewer {
                 if viewer == nil { viewer = source }
                 guard viewer?.isSame(as: source) == true else { strangers += 1; continue }
                 guard let janus else { unroutable += 1; continue }
-                if up.admit(datagram, address: janus, now: now) { passedUp += 1 }
+                _ = up.admit(datagram, address: janus, now: now)
             } else {
                 if janus == nil { janus = source }
                 guard janus?.isSame(as: source) == true else { strangers += 1; continue }
                 guard let viewer else { unroutable += 1; continue }
-                if down.admit(datagram, address: viewer, now: now) { passedDown += 1 }
+                _ = down.admit(datagram, address: viewer, now: now)
             }
         }
     }

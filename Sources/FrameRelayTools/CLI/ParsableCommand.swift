@@ -42,11 +42,11 @@ extension ParsableCommand {
         while index < arguments.count {
             let argument = arguments[index]
             if argument == "--help" || argument == "-h" { throw HelpRequested(text: helpText) }
-            guard argument.hasPrefix("--") else {
+            guard argument.hasPrefix("--"), argument != "--" else {
                 // One dash for two: -http.
                 let bare = String(argument.drop { $0 == "-" }.prefix { $0 != "=" })
-                if argument.hasPrefix("-"), declared.contains(where: { $0.name == bare }) { throw UsageError("unknown option \(argument): did you mean --\(bare)?") }
-                throw UsageError("unexpected argument \"\(argument)\" (see --help)")
+                if argument.hasPrefix("-"), declared.contains(where: { $0.name == bare }) { throw UsageError("unknown option -\(bare): did you mean --\(bare)?") }
+                throw UsageError("unexpected argument \"\(PeerText.quoted(argument, limit: 64))\" (see --help)")
             }
             var name = String(argument.dropFirst(2))
             var inline: String?
@@ -56,7 +56,7 @@ extension ParsableCommand {
             }
             guard let option = declared.first(where: { $0.name == name }) else {
                 let guess = EditDistance.nearest(to: name, among: declared.map(\.name) + ["help"]).map { ": did you mean --\($0)?" } ?? " (see --help)"
-                throw UsageError("unknown option --\(name)\(guess)")
+                throw UsageError("unknown option --\(PeerText.quoted(name, limit: 64))\(guess)")
             }
             if let valueName = option.valueName {
                 if let inline {

@@ -26,6 +26,21 @@ public enum Processor {
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
+    /// This process's id.
+    public static var currentPID: Int32 { getpid() }
+
+    /// Lifts this process's soft limit on open descriptors to its hard
+    /// limit (one socket a viewer: hundreds of viewers need more than 1,024).
+    public static func raiseDescriptorLimit() {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
+
+    /// Whether a process with this pid exists (it may belong to another user).
+    public static func isAlive(_ pid: Int32) -> Bool { processIsAlive(pid) }
+
     /// Whether process `pid` is stopped (SIGSTOP, SIGTSTP, or a debugger's
     /// trace stop), from /proc; false when it cannot be read.
     public static func isStopped(_ pid: Int32) -> Bool {

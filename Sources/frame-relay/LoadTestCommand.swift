@@ -24,7 +24,7 @@ struct LoadTest: ParsableCommand {
                     throw UsageError("invalid --app-groups \"\(PeerText.quoted(prefix, limit: 64))\": PREFIX.s0 must be an App Group (group. and reverse-DNS labels)")
                 }
                 return prefix
-            }) var appGroupPrefix = "group.com.example.loadtest.p\(getpid())"
+            }) var appGroupPrefix = "group.com.example.loadtest.p\(Processor.currentPID)"
     @Option("hosts", "K", in: 1...64, help: "Host processes the shares are dealt to (1: this process hosts them all).") var hosts = 1
     @Flag("ramp", help: "Find the largest number of shares that holds the objective (1, 2, 4, … then bisect).") var ramp
     @Option("retries", "N", in: 0...10, help: "With --ramp, run a step that failed up to N more times before it counts as failed (one stall of the machine should not end the search).") var retries = 1

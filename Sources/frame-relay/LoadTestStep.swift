@@ -43,11 +43,11 @@ func runStep(
     let temporary = URL(fileURLWithPath: NSTemporaryDirectory())
     // A load test killed with -9 could not remove its step's folder: the next one does, once that process is gone.
     for name in (try? FileManager.default.contentsOfDirectory(atPath: temporary.path)) ?? [] where name.hasPrefix("frame-relay-step-") {
-        if let pid = Int32(name.dropFirst("frame-relay-step-".count).prefix { $0 != "-" }), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH {
+        if let pid = Int32(name.dropFirst("frame-relay-step-".count).prefix { $0 != "-" }), pid != Processor.currentPID, !Processor.isAlive(pid) {
             try? FileManager.default.removeItem(at: temporary.appendingPathComponent(name))
         }
     }
-    let work = temporary.appendingPathComponent("frame-relay-step-\(getpid())-\(count)-\(UInt32.random(in: 0...UInt32.max))")
+    let work = temporary.appendingPathComponent("frame-relay-step-\(Processor.currentPID)-\(count)-\(UInt32.random(in: 0...UInt32.max))")
     try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: work) }
     // With Janus, each host traces every frame, for latency at the viewers.

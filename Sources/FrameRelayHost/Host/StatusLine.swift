@@ -17,14 +17,7 @@ public final class StatusLine {
 
     public init(enabled: Bool = true) {
         isEnabled = enabled
-        isTerminal = isatty(STDERR_FILENO) == 1
-    }
-
-    /// The terminal's width in columns (80 when it does not say).
-    static func terminalWidth() -> Int {
-        var size = winsize()
-        guard ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return 80 }
-        return Int(size.ws_col)
+        isTerminal = StandardError.isTerminal
     }
 
     /// Redraws the display with these shares (a plain line every few seconds off a terminal).
@@ -38,7 +31,7 @@ public final class StatusLine {
             writeStandardError(zip(shares, rates).map { "frame-relay: " + Self.format($0, kbps: $1) + "\n" }.joined())
             return
         }
-        let width = Self.terminalWidth()
+        let width = StandardError.terminalWidth()
         var text = linesDrawn > 0 ? "\u{1B}[\(linesDrawn)A" : ""
         for (share, kbps) in zip(shares, rates) {
             text += "\u{1B}[2K" + Self.format(share, kbps: kbps, width: width - 1) + "\n"

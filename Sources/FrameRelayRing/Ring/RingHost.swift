@@ -107,7 +107,7 @@ public final class RingHost {
     public func detach() {
         guard let attachment else { return }
         lastCounters = attachment.counters
-        let me = UInt32(bitPattern: getpid())
+        let me = UInt32(bitPattern: Processor.currentPID)
         _ = attachment.header.hostPid.pointee.compareExchange(expected: me, desired: 0, ordering: .releasing)
         if !processIsAlive(attachment.producerPid) {
             attachment.segment.unlinkIfStillLinked()
@@ -123,7 +123,7 @@ public final class RingHost {
         let header = RingHeader(base: segment.base)
         guard case .ring = try? header.inspect(mappedSize: segment.size, appGroup: appGroup, segment: appGroup.sharedMemoryName) else { return nil }
         let holder = Int32(bitPattern: header.hostPid.pointee.load(ordering: .acquiring))
-        return holder != 0 && holder != getpid() && processIsAlive(holder) ? holder : nil
+        return holder != 0 && holder != Processor.currentPID && processIsAlive(holder) ? holder : nil
     }
 
     // MARK: - Attaching
@@ -162,7 +162,7 @@ public final class RingHost {
             if !processIsAlive(Int32(bitPattern: header.producerPid.pointee.load(ordering: .acquiring))) { segment.unlinkIfStillLinked() }
             return nil
         }
-        let me = UInt32(bitPattern: getpid())
+        let me = UInt32(bitPattern: Processor.currentPID)
         var holder = header.hostPid.pointee.load(ordering: .acquiring)
         while holder != me {
             if holder != 0, processIsAlive(Int32(bitPattern: holder)) {

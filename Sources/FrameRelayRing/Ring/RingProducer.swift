@@ -68,7 +68,7 @@ public final class RingProducer {
         header.setString(appGroup.name, lengthAt: RingLayout.appGroupLengthOffset, bytesAt: RingLayout.appGroupOffset, maxBytes: AppGroup.maxLength)
         header.setString(setupInfo, lengthAt: RingLayout.setupInfoLengthOffset, bytesAt: RingLayout.setupInfoOffset, maxBytes: RingLayout.maxSetupInfoBytes)
         header.slotState.pointee.store(SlotState.initial.raw, ordering: .relaxed)
-        header.producerPid.pointee.store(UInt32(bitPattern: getpid()), ordering: .relaxed)
+        header.producerPid.pointee.store(UInt32(bitPattern: Processor.currentPID), ordering: .relaxed)
         header.lifecycle.pointee.store(state.rawValue, ordering: .relaxed)
         header.lifecycleSeq.pointee.store(1, ordering: .relaxed)
         header.magic.pointee.store(RingLayout.magic, ordering: .releasing)
@@ -283,7 +283,7 @@ public final class RingProducer {
         } catch {
             return "\(error)"
         }
-        if header.producerPid.pointee.load(ordering: .relaxed) != UInt32(bitPattern: getpid()) { return "producer pid rewritten" }
+        if header.producerPid.pointee.load(ordering: .relaxed) != UInt32(bitPattern: Processor.currentPID) { return "producer pid rewritten" }
         return nil
     }
 

@@ -25,15 +25,8 @@ public final class Audience {
         self.log = log
         context = try DTLSContext()
         loop = try SubscriberLoop()
-        Self.raiseDescriptorLimit()
-    }
-
-    /// One socket a viewer: lift the soft limit on descriptors to the hard one.
-    private static func raiseDescriptorLimit() {
-        var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
-        limit.rlim_cur = limit.rlim_max
-        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        // One socket a viewer.
+        Processor.raiseDescriptorLimit()
     }
 
     /// Joins every viewer, watches for `seconds` (or until `shouldStop`),

@@ -59,20 +59,18 @@ struct Demo: ParsableCommand {
         ]
         var encoding = SharePipeline.Options()
         encoding.settings.keyframeInterval = keyframeInterval
-        var settings = Host.Configuration(groups: [group])
-        settings.encoding = [encoding]
+        var share = Host.Configuration.Share(group: group, encoding: encoding)
+        if let rtp {
+            share.streaming.destinations = [rtp]
+            share.sdpPath = "demo.sdp"
+        }
+        var settings = Host.Configuration(shares: [share])
         settings.duration = duration
         settings.reportPath = report
         settings.http = http
         settings.tracePath = trace
         settings.quiet = quiet
-        // Janus alone needs no options here: the host makes a session for each mountpoint.
-        if let rtp {
-            var options = RTPSession.Options()
-            options.destinations = [rtp]
-            settings.streaming = [options]
-            settings.sdpPaths = ["demo.sdp"]
-        }
+        // Janus alone needs no options here: the host adds each mountpoint to its share's stream.
         if let janusServer {
             log("demo: Janus (pid \(janusServer.pid)) at \(janusServer.place)")
             settings.janus = [JanusStreaming(url: janusServer.url)]

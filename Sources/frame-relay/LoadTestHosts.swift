@@ -21,8 +21,7 @@ func hostShares(
     func trace(_ host: Int) -> URL? { host < traces.count ? traces[host] : nil }
     if hosts == 1 {
         var finals: [ShareStats] = []
-        var settings = Host.Configuration(groups: groups)
-        settings.encoding = Array(repeating: encoding, count: groups.count)
+        var settings = Host.Configuration(shares: groups.map { Host.Configuration.Share(group: $0, encoding: encoding) })
         settings.duration = duration
         settings.quiet = true
         settings.janus = janus.compactMap { HTTPClient.URL($0).map { JanusStreaming(url: $0) } }

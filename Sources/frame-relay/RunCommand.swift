@@ -11,8 +11,7 @@ import FrameRelayJanus
 /// newest frame, encode, stream, record and serve the viewer.
 struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "frame-relay [run]", abstract: "attach to App Group rings and take every newest frame, with live per-frame stats",
-        discussion: subcommandList)
+        commandName: "frame-relay [run]", abstract: "attach to App Group rings and take every newest frame, with live per-frame stats")
 
     @Option("app-group", "NAME", help: "App Group to attach to; one ring each.", default: AppGroup.defaultName, transform: { try AppGroup($0) })
     var appGroups: [AppGroup] = [.default]
@@ -68,7 +67,7 @@ struct Run: ParsableCommand {
         var seen = Set<AppGroup>()
         for group in appGroups where !seen.insert(group).inserted { throw UsageError("App Group \(group.name) given twice") }
         let count = appGroups.count
-        var configuration = Host.Configuration(groups: appGroups)
+        var configuration = Host.Configuration(shares: appGroups.map { Host.Configuration.Share(group: $0, encoding: nil) })
         configuration.options.verifyChecksums = verify
         configuration.options.workNanoseconds = UInt64((workMilliseconds ?? 0) * 1e6)
         configuration.options.maxFrameRate = maxFrameRate
@@ -87,31 +86,25 @@ struct Run: ParsableCommand {
             guard records.isEmpty || records.count == count else {
                 throw UsageError("--record given \(records.count) times for \(count) App Groups: give one file per --app-group")
             }
-            configuration.encoding = appGroups.indices.map { index in
-                var options = pipeline
-                options.recordPath = records.isEmpty ? nil : records[index]
-                return options
+            for index in appGroups.indices {
+                configuration.shares[index].encoding = pipeline
+                configuration.shares[index].encoding?.recordPath = records.isEmpty ? nil : records[index]
             }
-        } else {
-            configuration.encoding = nil
         }
         // Every share's RTP and RTCP ports (PORT+2N, PORT+2N+1) must exist.
         for destination in destinations where destination.port + 2 * (count - 1) + 1 > 65535 {
             throw UsageError("--rtp \(destination): \(count) shares need ports \(destination.port)...\(destination.port + 2 * count - 1), past 65535")
         }
         configuration.janus = janus.map { JanusStreaming(url: $0, adminKey: janusAdminKey) }
-        if !destinations.isEmpty || !janus.isEmpty {
-            configuration.streaming = appGroups.indices.map { index in
-                var options = RTPSession.Options()
-                options.destinations = destinations.map { $0.withPortOffset(2 * index) }
-                options.maxPacketSize = packetSize
-                return options
-            }
-            guard sdpPaths.isEmpty || sdpPaths.count == count else {
-                throw UsageError("--sdp given \(sdpPaths.count) times for \(count) App Groups: give one file per --app-group")
-            }
+        guard sdpPaths.isEmpty || sdpPaths.count == count else {
+            throw UsageError("--sdp given \(sdpPaths.count) times for \(count) App Groups: give one file per --app-group")
         }
-        configuration.sdpPaths = sdpPaths
+        // Share N's stream goes to each --rtp at PORT+2N, its SDP to the Nth --sdp.
+        for index in appGroups.indices {
+            configuration.shares[index].streaming.destinations = destinations.map { $0.withPortOffset(2 * index) }
+            configuration.shares[index].streaming.maxPacketSize = packetSize
+            configuration.shares[index].sdpPath = sdpPaths.isEmpty ? nil : sdpPaths[index]
+        }
         configuration.janusSecret = janusSecret
         configuration.tracePath = trace
         configuration.http = http

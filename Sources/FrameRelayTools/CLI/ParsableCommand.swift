@@ -16,17 +16,30 @@ public protocol ParsableCommand {
     func run() throws -> Int32
 }
 
-/// A command's name, one-line summary, and text after its options.
-public struct CommandConfiguration: Sendable {
+/// A command's name, one-line summary, and text after its options; for a
+/// command of subcommands (swift-argument-parser's `subcommands:`), the
+/// subcommands, declared once: the dispatch, the help's list and the
+/// unknown-subcommand line all come from here.
+public struct CommandConfiguration: @unchecked Sendable {
+    // @unchecked Sendable: the subcommands are metatypes, set once in a static let and only read.
     public var commandName: String
     public var abstract: String
     public var discussion: String?
+    public var subcommands: [any ParsableCommand.Type]
+    /// Run when the first argument names no subcommand.
+    public var defaultSubcommand: (any ParsableCommand.Type)?
 
-    public init(commandName: String, abstract: String, discussion: String? = nil) {
+    public init(commandName: String, abstract: String, discussion: String? = nil,
+                subcommands: [any ParsableCommand.Type] = [], defaultSubcommand: (any ParsableCommand.Type)? = nil) {
         self.commandName = commandName
         self.abstract = abstract
         self.discussion = discussion
+        self.subcommands = subcommands
+        self.defaultSubcommand = defaultSubcommand
     }
+
+    /// How it is named as a subcommand: its command name's last word ("frame-relay [run]": run).
+    public var name: String { String((commandName.split(separator: " ").last ?? "").filter { $0 != "[" && $0 != "]" }) }
 }
 
 extension ParsableCommand {
@@ -107,6 +120,63 @@ extension ParsableCommand {
         lines.append("  --help                      Show this help.")
         if let discussion = configuration.discussion { lines += ["", discussion] }
         return lines.joined(separator: "\n")
+    }
+}
+
+extension ParsableCommand {
+    /// The subcommands, a line each (name, then summary, wrapped at 80 columns), as help lists them.
+    public static var subcommandListing: String {
+        let configuration = Self.configuration
+        let program = String(configuration.commandName.split(separator: " ").first ?? "")
+        var entries = configuration.subcommands.map { command in
+            let isDefault = configuration.defaultSubcommand.map { ObjectIdentifier($0) == ObjectIdentifier(command) } ?? false
+            return (command.configuration.name + (isDefault ? " (default)" : ""), command.configuration.abstract)
+        }
+        entries += [("help [SUBCOMMAND]", "this help, or a subcommand's"), ("--version", "print the version")]
+        var lines = ["Subcommands (\(program) SUBCOMMAND --help for each):"]
+        for (name, abstract) in entries {
+            let left = "  " + name + String(repeating: " ", count: max(1, 19 - name.count))
+            let wrapped = wrap(abstract, width: 80 - left.count, indent: "")
+            lines.append(left + wrapped[0])
+            lines += wrapped.dropFirst().map { String(repeating: " ", count: left.count) + $0 }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// The subcommand called `name`, or one line saying which names there are (and the nearest).
+    static func subcommand(named name: String) throws -> any ParsableCommand.Type {
+        let commands = Self.configuration.subcommands
+        if let found = commands.first(where: { $0.configuration.name == name }) { return found }
+        let names = commands.map { $0.configuration.name } + ["help"]
+        let guess = EditDistance.nearest(to: name, among: names).map { "did you mean \($0)? " } ?? ""
+        throw UsageError("unknown subcommand \"\(PeerText.quoted(name, limit: 64))\": \(guess)\(names.joined(separator: ", ")) (see --help)")
+    }
+
+    /// Runs `arguments` on the subcommand they name (or the default one),
+    /// `help [SUBCOMMAND]` and `--help` with the subcommands listed; an
+    /// unknown name is one line with the nearest one and the list.
+    public static func dispatch(_ arguments: [String]) throws -> Int32 {
+        let configuration = Self.configuration
+        var arguments = arguments
+        let named = arguments.first.flatMap { $0.hasPrefix("-") ? nil : $0 }
+        if named != nil { arguments.removeFirst() }
+        guard let defaultCommand = configuration.defaultSubcommand ?? configuration.subcommands.first else { throw UsageError("no subcommands") }
+        let general = defaultCommand.helpText + "\n\n" + subcommandListing
+        if named == "help" {
+            // `help SUBCOMMAND`: that one's help (`help`, `help help` and `help --help`: the whole program's).
+            guard arguments.count <= 1 else {
+                throw UsageError("unexpected argument \"\(PeerText.quoted(arguments[1], limit: 64))\" after help \(PeerText.quoted(arguments[0], limit: 64))")
+            }
+            let topic = arguments.first.flatMap { ["help", "--help", "-h"].contains($0) ? nil : $0 }
+            throw HelpRequested(text: try topic.map { try subcommand(named: $0).helpText } ?? general)
+        }
+        let chosen = try named.map { try subcommand(named: $0) } ?? defaultCommand
+        do {
+            return try chosen.parse(arguments).run()
+        } catch is HelpRequested where named == nil {
+            // The default subcommand's --help is the program's: it lists the others too.
+            throw HelpRequested(text: general)
+        }
     }
 }
 

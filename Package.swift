@@ -55,7 +55,9 @@ let package = Package(
         .target(
             name: "FrameRelayHost",
             dependencies: ["FrameRelaySystem", "FrameRelayFrames", "FrameRelayRing", "FrameRelayRTP", "FrameRelayDecoding",
-                           "FrameRelayHTTP", "FrameRelayJanus", "CVpx", "CYuv", "CTurboJPEG"]
+                           "FrameRelayHTTP", "FrameRelayJanus", "CVpx", "CYuv", "CTurboJPEG"],
+            // The viewer page and its freeze rule, files of their own (read, linted and tested as HTML and JS), built into the code.
+            resources: [.embedInCode("Viewer/Resources/viewer.html"), .embedInCode("Viewer/Resources/freeze-rule.js")]
         ),
         // A WebRTC subscriber of Janus mountpoints that counts frames without
         // decoding them (ICE-lite, DTLS with OpenSSL, SRTP with libsrtp2): the

@@ -142,4 +142,17 @@ import Testing
         // The generated sequences stall often enough that a rule that never counts would not pass.
         #expect(total >= 20, "\(total) freezes in all")
     }
+
+    /// The viewer page's script as it is served (the freeze rule included,
+    /// a share's name in its menu) parses as JavaScript (node --check), and
+    /// holds the rule once.
+    @Test func theViewerPagesScriptParses() throws {
+        let page = ViewerPage.html(shares: ["group.com.example.a"])
+        #expect(page.contains("<option value=\"0\">group.com.example.a</option>") && page.components(separatedBy: "class FreezeDetector").count == 2)
+        let script = try #require(page.components(separatedBy: "<script>").dropFirst().first?.components(separatedBy: "</script>").first)
+        let file = Paths.temporaryDirectory().appendingPathComponent("viewer.js")
+        try Data(script.utf8).write(to: file)
+        let check = run("/usr/bin/node", ["--check", file.path], timeout: 30)
+        #expect(check.status == 0, "\(check.stderr)")
+    }
 }

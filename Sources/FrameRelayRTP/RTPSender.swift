@@ -84,25 +84,8 @@ package struct RTPSender: ~Copyable {
     /// Per destination: whether it asked for anything (NACK, PLI, FIR), and when its RTCP port last promised to.
     private var asks: [Bool]
     private var promised: [UInt64]
-    package private(set) var stats = Stats()
-
-    package struct Stats: Equatable {
-        package var frames: UInt64 = 0
-        package var keyframes: UInt64 = 0
-        package var packets: UInt64 = 0
-        package var octets: UInt64 = 0
-        package var senderReports: UInt64 = 0
-        package var rtcpReceived: UInt64 = 0
-        package var receiverReports: UInt64 = 0
-        package var pli: UInt64 = 0
-        package var fir: UInt64 = 0
-        package var nacked: UInt64 = 0
-        package var retransmitted: UInt64 = 0
-        /// Packets of a frame larger than the history (1,024 packets) that it no longer held when they were due.
-        package var overwritten: UInt64 = 0
-        /// The fraction lost of the last report block about this stream (0–1).
-        package var lastFractionLost: Double = 0
-    }
+    /// What it did (the socket's refusals and the latency are added by others).
+    package private(set) var stats = TransportStats()
 
     /// A stream starting at a random sequence number, PictureID and RTP time (RFC 3550 §5.1) unless given.
     package init(_ configuration: Configuration, sequence: UInt16 = .random(in: 0...UInt16.max), pictureID: UInt16 = .random(in: 0...0x7FFF),
@@ -115,6 +98,7 @@ package struct RTPSender: ~Copyable {
         history = RetransmissionHistory(packetSize: configuration.maxPacketSize)
         scratch = .allocate(byteCount: max(configuration.maxPacketSize, 64), alignment: 16)
         self.rtpBase = rtpBase
+        stats.ssrc = configuration.ssrc
         asks = Array(repeating: false, count: configuration.destinations)
         promised = Array(repeating: 0, count: configuration.destinations)
         resends.reserveCapacity(256)

@@ -19,8 +19,8 @@ package struct ReceptionStatistics {
 
     private var sequences: SequenceTracker
     private var received: UInt64 = 0
-    private var expectedPrior: UInt64 = 0
-    private var receivedPrior: UInt64 = 0
+    /// Packets expected and received as of the last block (A.3's `expected_prior`, `received_prior`).
+    private var prior: (expected: UInt64, received: UInt64) = (0, 0)
     private var jitter = 0.0
     private var lastTransit: Int64?
     private var senderReportNTP: UInt32 = 0
@@ -40,7 +40,7 @@ package struct ReceptionStatistics {
             return
         case .restarted:
             // The sender started again (A.1's init_seq): the counts start again with this packet.
-            (received, expectedPrior, receivedPrior, lastTransit) = (0, 0, 0, nil)
+            (received, prior, lastTransit) = (0, (0, 0), nil)
         case .late:
             received += 1
             return
@@ -69,10 +69,9 @@ package struct ReceptionStatistics {
     package mutating func block(now: UInt64) -> Block {
         let expected = sequences.runExpected
         let lost = Int64(expected) - Int64(received)
-        let expectedInterval = expected &- expectedPrior
-        let receivedInterval = received &- receivedPrior
-        expectedPrior = expected
-        receivedPrior = received
+        let expectedInterval = expected &- prior.expected
+        let receivedInterval = received &- prior.received
+        prior = (expected, received)
         let lostInterval = Int64(expectedInterval) - Int64(receivedInterval)
         let fraction = expectedInterval == 0 || lostInterval <= 0 ? 0 : UInt8(min(255, (lostInterval << 8) / Int64(expectedInterval)))
         // In 1/65536 s, saturated (a report older than 18 h); split so that no product overflows.

@@ -98,11 +98,7 @@ import Testing
     }
 
     @Test func recordingSurvivesKillOfTheHost() throws {
-        let group = uniqueGroup("killrec")
-        let ivf = Paths.temporaryDirectory().appendingPathComponent("cut.ivf").path
-        let h = host([group], ["--record", ivf])
-        let p = producer(group, ["--fps", "30", "--duration", "60", "--size", "320x240"])
-        #expect(h.waitForLog("first-frame"))
+        let (group, ivf, h, p) = recordingShare("killrec", name: "cut.ivf", producer: ["--fps", "30", "--duration", "60", "--size", "320x240"])
         usleep(1_500_000)
         h.signal(SIGKILL)
         _ = h.wait()

@@ -65,11 +65,7 @@ import Testing
     /// time, bytes, where), and it is what ffprobe reads there; the producer
     /// says once that its host went away, and goes on.
     @Test func ctrlCDuringARecordingSaysWhatWasWrittenAndTheProducerHearsOfIt() throws {
-        let group = uniqueGroup("ctrlcrec")
-        let path = Paths.temporaryDirectory().appendingPathComponent("screen.ivf").path
-        let h = host([group], ["--record", path])
-        let p = producer(group, ["--size", "320x240", "--fps", "30", "--duration", "6"])
-        #expect(h.waitForLog("first-frame"))
+        let (group, path, h, p) = recordingShare("ctrlcrec", name: "screen.ivf", producer: ["--size", "320x240", "--fps", "30", "--duration", "6"])
         sleep(2)
         h.signal(SIGINT)
         #expect(h.wait(timeout: 10) == 0, "\(h.stderr)")

@@ -93,10 +93,13 @@ import Testing
         return (relay, ports)
     }
 
-    /// Python for a test peer: `sock()`, a UDP socket on loopback; `got(s)`, every datagram until `timeout` passes quiet.
-    static func pythonSockets(timeout: Double) -> String {
+    /// Python for the relay's two peers: `sock()`, a UDP socket on
+    /// loopback; `got(s)`, every datagram until `timeout` passes quiet;
+    /// `janus` and `viewer`, each with the relay side it talks to
+    /// (`JANUS_SIDE`, `VIEWER_SIDE`), Janus's side having heard Janus first.
+    static func pythonPeers(_ ports: [Int], timeout: Double) -> String {
         """
-        import socket
+        import socket, time
         def sock():
             s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); s.settimeout(\(timeout)); return s
         def got(s):
@@ -104,6 +107,10 @@ import Testing
             try:
                 while True: out.append(s.recv(65536))
             except socket.timeout: return out
+        VIEWER_SIDE, JANUS_SIDE = ("127.0.0.1", \(ports[0])), ("127.0.0.1", \(ports[1]))
+        janus, viewer = sock(), sock()
+        janus.sendto(b"janus-hello", JANUS_SIDE)
+        time.sleep(0.1)
 
         """
     }
@@ -113,14 +120,13 @@ import Testing
     /// viewer side neither reaches Janus nor takes the stream.
     @Test func theLinkRelayFollowsNoStranger() throws {
         let (relay, ports) = try linkRelay(["--duration", "4"])
-        let script = Self.pythonSockets(timeout: 0.5) + """
-            janus, viewer, stranger = sock(), sock(), sock()
-            janus.sendto(b"janus-hello", ("127.0.0.1", \(ports[1])))
-            viewer.sendto(b"viewer-hello", ("127.0.0.1", \(ports[0])))
+        let script = Self.pythonPeers(ports, timeout: 0.5) + """
+            stranger = sock()
+            viewer.sendto(b"viewer-hello", VIEWER_SIDE)
             print("janus heard", got(janus))
-            stranger.sendto(b"stranger", ("127.0.0.1", \(ports[0])))
+            stranger.sendto(b"stranger", VIEWER_SIDE)
             got(stranger)
-            for i in range(3): janus.sendto(b"media-%d" % i, ("127.0.0.1", \(ports[1])))
+            for i in range(3): janus.sendto(b"media-%d" % i, JANUS_SIDE)
             print("viewer heard", got(viewer), "stranger heard", got(stranger), "janus heard", got(janus))
             """
         let result = run("/usr/bin/python3", ["-c", script])
@@ -136,15 +142,11 @@ import Testing
     /// by cause in both directions (none here), the rate only where the link has one.
     @Test func theLinkRelayPassesLargeDatagramsWholeAndCountsDropsByCause() throws {
         let (relay, ports) = try linkRelay(["--link", "delay=500ms", "--duration", "5"])
-        let script = Self.pythonSockets(timeout: 1.5) + """
-            import time
-            janus, viewer = sock(), sock()
-            janus.sendto(b"janus-hello", ("127.0.0.1", \(ports[1])))
-            time.sleep(0.1)
-            viewer.sendto(b"viewer-hello", ("127.0.0.1", \(ports[0])))
+        let script = Self.pythonPeers(ports, timeout: 1.5) + """
+            viewer.sendto(b"viewer-hello", VIEWER_SIDE)
             for i in range(15):
-                viewer.sendto(bytes([i]) * (2047 + 1000 * i), ("127.0.0.1", \(ports[0])))
-                janus.sendto(bytes([i]) * (1500 + 4000 * i), ("127.0.0.1", \(ports[1])))
+                viewer.sendto(bytes([i]) * (2047 + 1000 * i), VIEWER_SIDE)
+                janus.sendto(bytes([i]) * (1500 + 4000 * i), JANUS_SIDE)
             up, down = got(janus), got(viewer)
             print("janus got", len(up), "whole", sum(1 for i, d in enumerate(up[1:]) if d == bytes([i]) * (2047 + 1000 * i)))
             print("viewer got", len(down), "whole", sum(1 for i, d in enumerate(down[1:]) if d == bytes([i - 1]) * (1500 + 4000 * (i - 1))) if down and down[0] == bytes([0]) * 1500 else -1)
@@ -161,14 +163,10 @@ import Testing
     /// still held when the relay stopped is said, not counted as passed.
     @Test func theLinkRelayRelaysEmptyDatagramsAndSaysWhatItStillHeld() throws {
         let (relay, ports) = try linkRelay(["--link", "delay=3s", "--duration", "4"])
-        let script = Self.pythonSockets(timeout: 0.5) + """
-            import time
-            janus, viewer = sock(), sock()
-            janus.sendto(b"janus-hello", ("127.0.0.1", \(ports[1])))
-            time.sleep(0.1)
-            viewer.sendto(b"", ("127.0.0.1", \(ports[0])))
+        let script = Self.pythonPeers(ports, timeout: 0.5) + """
+            viewer.sendto(b"", VIEWER_SIDE)
             time.sleep(2.5)
-            for i in range(5): janus.sendto(b"late", ("127.0.0.1", \(ports[1])))
+            for i in range(5): janus.sendto(b"late", JANUS_SIDE)
             time.sleep(0.8)
             print("janus got", got(janus))
             """

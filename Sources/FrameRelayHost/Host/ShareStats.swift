@@ -1,6 +1,7 @@
 import FrameRelaySystem
 import FrameRelayRing
 import FrameRelayJanus
+import FrameRelayRTP
 /// What the host knows about one share (one App Group), as reported in the
 /// status line and the JSON summary.
 public struct ShareStats: Sendable, Codable {

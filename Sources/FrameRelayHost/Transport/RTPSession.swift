@@ -159,25 +159,11 @@ public final class RTPSession: FrameSink {
     /// The stream's figures, as the share's `transport`.
     public func report(into stats: inout ShareStats) { stats.transport = summary }
 
-    /// Statistics with the stream's SSRC.
+    /// The stream's figures: the sender's, and what the sockets refused.
     public var summary: TransportStats {
-        let sent = sender.stats
-        var s = TransportStats()
-        s.ssrc = ssrc
-        s.frames = sent.frames
-        s.keyframes = sent.keyframes
-        s.packets = sent.packets
-        s.octets = sent.octets
-        s.sendErrors = sendErrors
-        s.lastSendError = lastSendError
-        s.senderReports = sent.senderReports
-        s.receiverReports = sent.receiverReports
-        s.rtcpReceived = sent.rtcpReceived
-        s.pli = sent.pli
-        s.fir = sent.fir
-        s.nacked = sent.nacked
-        s.retransmitted = sent.retransmitted
-        s.lastFractionLost = sent.lastFractionLost
-        return s
+        var stats = sender.stats
+        stats.sendErrors = sendErrors
+        stats.lastSendError = lastSendError
+        return stats
     }
 }

@@ -35,11 +35,8 @@ public struct LoadTestReport: Codable, Sendable {
         public var seconds: Double
 
         public init(framesIn: UInt64, dropPercent: Double, p50Milliseconds: Double, p99Milliseconds: Double, seconds: Double) {
-            self.framesIn = framesIn
-            self.dropPercent = dropPercent
-            self.p50Milliseconds = p50Milliseconds
-            self.p99Milliseconds = p99Milliseconds
-            self.seconds = seconds
+            (self.framesIn, self.dropPercent, self.seconds) = (framesIn, dropPercent, seconds)
+            (self.p50Milliseconds, self.p99Milliseconds) = (p50Milliseconds, p99Milliseconds)
         }
 
         /// The frames the producer sent a second after the warm-up.

@@ -159,6 +159,17 @@ func host(_ groups: [AppGroup], _ arguments: [String]) -> Spawned {
     Spawned(Paths.executable("frame-relay"), groups.flatMap { ["--app-group", $0.name] } + arguments)
 }
 
+/// A host recording a fresh App Group into `name` in a folder of its own,
+/// and a producer with `arguments`, once the host has taken a first frame.
+func recordingShare(_ tag: String, name: String, producer arguments: [String]) -> (group: AppGroup, recording: String, host: Spawned, producer: Spawned) {
+    let group = uniqueGroup(tag)
+    let recording = Paths.temporaryDirectory().appendingPathComponent(name).path
+    let h = host([group], ["--record", recording])
+    let p = producer(group, arguments)
+    #expect(h.waitForLog("first-frame"), "\(h.stderr)")
+    return (group, recording, h, p)
+}
+
 /// The JSON object in a file.
 func readJSON(_ path: String) throws -> Any {
     try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path)))

@@ -1,5 +1,6 @@
 import FrameRelaySystem
-/// What one share's RTP stream did.
+/// What one share's RTP stream did: ``RTPSender`` counts it, the socket
+/// adapter adds what the kernel refused, the share adds the latency.
 public struct TransportStats: Sendable, Codable {
     public var ssrc: UInt32 = 0
     public var frames: UInt64 = 0
@@ -17,6 +18,10 @@ public struct TransportStats: Sendable, Codable {
     public var nacked: UInt64 = 0
     public var retransmitted: UInt64 = 0
     public var lastFractionLost: Double = 0
+    /// Packets of a frame larger than the sender's history (1,024 packets) that it no longer held when they were due.
+    public var overwritten: UInt64 = 0
     /// Capture → last packet sent (µs), from the share's frame timings.
     public var captureToSent = LatencySummary(count: 0, p50: 0, p90: 0, p99: 0, max: 0, mean: 0)
+
+    public init() {}
 }

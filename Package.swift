@@ -82,11 +82,41 @@ let package = Package(
                            "FrameRelayRTP", "FrameRelayDecoding", "FrameRelayJanus", "FrameRelaySubscriber", "FrameRelayTools", "CVpx", "CYuv"],
             path: "Benchmarks", exclude: ["side-by-side.sh", "thread-count.sh"]
         ),
+        // What the tests share: the package's paths, spawned programs, test
+        // rings and RTP peers, ffmpeg's reading of what we sent.
+        .target(
+            name: "FrameRelayTestSupport",
+            dependencies: ["FrameRelaySystem", "FrameRelayFrames", "FrameRelayRing", "FrameRelayHost", "FrameRelayHTTP"],
+            path: "Tests/Support"
+        ),
+        // Unit tests, one target per library: one process, no program
+        // started but a checker (node, python3); `scripts/test --unit` runs them.
+        .testTarget(name: "FrameRelaySystemTests", dependencies: ["FrameRelaySystem"]),
+        .testTarget(name: "FrameRelayFramesTests", dependencies: ["CMemory", "CTurboJPEG", "CVpx", "CYuv"]),
+        .testTarget(name: "FrameRelayRingTests", dependencies: ["FrameRelayFrames", "FrameRelayRing", "FrameRelayProducer", "FrameRelayTestSupport"]),
         .testTarget(
-            name: "FrameRelayTests",
+            name: "FrameRelayProducerTests",
+            dependencies: ["FrameRelaySystem", "FrameRelayFrames", "FrameRelayRing", "FrameRelayProducer", "FrameRelayDecoding", "FrameRelayHost",
+                           "FrameRelayTools", "FrameRelayTestSupport"]
+        ),
+        .testTarget(name: "FrameRelayRTPTests", dependencies: ["FrameRelayRTP"]),
+        .testTarget(name: "FrameRelayHTTPTests", dependencies: ["FrameRelayHTTP"]),
+        .testTarget(
+            name: "FrameRelayHostTests",
+            dependencies: ["FrameRelaySystem", "FrameRelayFrames", "FrameRelayRing", "FrameRelayProducer", "FrameRelayDecoding", "FrameRelayHost",
+                           "FrameRelayTools", "FrameRelayTestSupport"]
+        ),
+        .testTarget(
+            name: "FrameRelaySubscriberTests",
+            dependencies: ["FrameRelaySystem", "FrameRelayRTP", "FrameRelayHost", "FrameRelayJanus", "FrameRelaySubscriber", "FrameRelayTestSupport"]
+        ),
+        // The programs as users run them, against real peers (ffmpeg,
+        // GStreamer, Janus, Chromium), and the documentation's checks.
+        .testTarget(
+            name: "FrameRelayProcessTests",
             dependencies: ["FrameRelaySystem", "FrameRelayFrames", "FrameRelayRing", "FrameRelayProducer", "FrameRelayHost",
                            "FrameRelayRTP", "FrameRelayDecoding", "FrameRelayHTTP", "FrameRelayJanus", "FrameRelaySubscriber", "FrameRelayTools",
-                           "CVpx", "CTurboJPEG", "CYuv", "CMemory", "CXcb"]
+                           "FrameRelayTestSupport", "CXcb"]
         ),
     ]
 )

@@ -1,0 +1,89 @@
+import FrameRelaySystem
+import FrameRelayFrames
+import FrameRelayRing
+import FrameRelayProducer
+import FrameRelayHost
+import FrameRelayTestSupport
+import Testing
+
+/// The encoder's seams in one process: what an encode says it did, when the
+/// keyframe schedule asks for one, and the sinks a pipeline hands frames to.
+struct EncodeOutcomeTests {
+    @Test func anEncodeSaysWhatItProducedAndMakesAKeyframeOnlyWhenTold() throws {
+        var settings = VP8Settings()
+        settings.keyframeInterval = 0
+        settings.threads = 1
+        let encoder = try VP8Encoder(settings: settings)
+        let screen = try ContentScreen(.typing, width: 320, height: 240)
+        var outcomes: [EncodeOutcome] = []
+        var packetBytes: [Int] = []
+        for n in 0..<6 {
+            let picture = try #require(screen.nextFrame(number: UInt64(n))?.picture)
+            var bytes = 0
+            outcomes.append(try encoder.encode(EncoderInput(picture), captureTime: UInt64(n + 1) * 40_000_000, keyframe: n == 4) { bytes += $0.bytes.count })
+            packetBytes.append(bytes)
+        }
+        #expect(outcomes.map(\.keyframe) == [true, false, false, false, true, false])  // the first, and the one asked for
+        #expect(outcomes.filter(\.produced).count == 6)
+        #expect(outcomes.map(\.bytes) == packetBytes)
+        #expect(outcomes.allSatisfy { (0...63).contains($0.quantizer) && !$0.activeMap })
+        #expect(outcomes.map(\.pts) == (1...6).map { Int64($0) * 3600 })  // 40 ms in 90 kHz ticks
+        // A new size is a keyframe whatever the caller says.
+        let larger = try #require(try ContentScreen(.typing, width: 352, height: 240).nextFrame(number: 0)?.picture)
+        let resized = try encoder.encode(EncoderInput(larger), captureTime: 7 * 40_000_000) { _ in }
+        #expect(resized.keyframe)
+    }
+
+    @Test func theKeyframeScheduleAsksAtTheStartOnRequestOnANewSizeAndPeriodicallyWhenAllowed() {
+        var schedule = KeyframeSchedule(interval: 1)
+        #expect(schedule.isDue(width: 64, height: 48, pts: 0, periodic: false))
+        schedule.encoded(EncodeOutcome(produced: true, keyframe: true, pts: 0), width: 64, height: 48)
+        #expect(!schedule.isDue(width: 64, height: 48, pts: 89_999, periodic: true))
+        #expect(schedule.isDue(width: 64, height: 48, pts: 90_000, periodic: true))
+        #expect(!schedule.isDue(width: 64, height: 48, pts: 900_000, periodic: false))  // every receiver asks for its own
+        #expect(schedule.isDue(width: 80, height: 48, pts: 3000, periodic: false))
+        schedule.request()
+        #expect(schedule.isDue(width: 64, height: 48, pts: 3000, periodic: false))
+        // An inter frame clears the request and keeps the last keyframe's time.
+        schedule.encoded(EncodeOutcome(produced: true, keyframe: false, pts: 3000), width: 64, height: 48)
+        #expect(!schedule.isDue(width: 64, height: 48, pts: 6000, periodic: true))
+        #expect(schedule.isDue(width: 64, height: 48, pts: 90_000, periodic: true))
+        // No interval: never periodic.
+        var never = KeyframeSchedule(interval: 0)
+        never.encoded(EncodeOutcome(produced: true, keyframe: true, pts: 0), width: 64, height: 48)
+        #expect(!never.isDue(width: 64, height: 48, pts: 90_000 * 3600, periodic: true))
+    }
+
+    /// Counts what a pipeline delivers.
+    private final class CountingSink: FrameSink {
+        var frames = 0, keyframes = 0, bytes = 0, finished = false
+        var sizes: Set<String> = []
+
+        func deliver(_ frame: EncodedFrame, captureTime: UInt64, timing: inout FrameTiming) {
+            frames += 1
+            keyframes += frame.isKeyframe ? 1 : 0
+            bytes += frame.bytes.count
+            sizes.insert("\(frame.width)x\(frame.height)")
+        }
+
+        func finish() { finished = true }
+    }
+
+    @Test func aSinkGivenToThePipelineGetsEveryEncodedFrameAndTheEnd() throws {
+        let screen = try ContentScreen(.typing, width: 320, height: 240)
+        let sink = CountingSink()
+        let share = try InProcessShare("sink", width: 320, height: 240, sinks: [sink])
+        let pipeline = share.pipeline
+        for n in 0..<40 {
+            let source = try #require(screen.nextFrame(number: UInt64(n)))
+            _ = try share.relay(source.picture, n, damage: source.damage)
+        }
+        pipeline.finish()
+        #expect(sink.frames > 0)
+        #expect(UInt64(sink.frames) == pipeline.stats.frames)
+        #expect(UInt64(sink.keyframes) == pipeline.stats.keyframes)
+        #expect(UInt64(sink.bytes) == pipeline.stats.bytes)
+        #expect(sink.sizes == ["320x240"])
+        #expect(sink.finished)
+    }
+}

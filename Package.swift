@@ -57,7 +57,7 @@ let package = Package(
             dependencies: ["FrameRelaySystem", "FrameRelayFrames", "FrameRelayRing", "FrameRelayRTP", "FrameRelayDecoding",
                            "FrameRelayHTTP", "FrameRelayJanus", "CVpx", "CYuv", "CTurboJPEG"],
             // The viewer page and its freeze rule, files of their own (read, linted and tested as HTML and JS), built into the code.
-            resources: [.embedInCode("Viewer/Resources/viewer.html"), .embedInCode("Viewer/Resources/freeze-rule.js")]
+            resources: [.embedInCode("Viewer/Resources/viewer.html"), .embedInCode("Viewer/Resources/freeze-rule.js"), .embedInCode("Viewer/Resources/layer-rule.js")]
         ),
         // A WebRTC subscriber of Janus mountpoints that counts frames without
         // decoding them (ICE-lite, DTLS with OpenSSL, SRTP with libsrtp2): the
@@ -103,7 +103,7 @@ let package = Package(
         .testTarget(name: "FrameRelayHTTPTests", dependencies: ["FrameRelayHTTP"]),
         .testTarget(
             name: "FrameRelayHostTests",
-            dependencies: ["FrameRelaySystem", "FrameRelayFrames", "FrameRelayRing", "FrameRelayProducer", "FrameRelayDecoding", "FrameRelayHost",
+            dependencies: ["FrameRelaySystem", "FrameRelayFrames", "FrameRelayRing", "FrameRelayProducer", "FrameRelayDecoding", "FrameRelayHost", "FrameRelayRTP",
                            "FrameRelayTools", "FrameRelayTestSupport"]
         ),
         .testTarget(

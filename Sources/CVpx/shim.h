@@ -51,6 +51,34 @@ static inline vpx_codec_err_t cvpx_screen_share_config(vpx_codec_enc_cfg_t *cfg,
     return VPX_CODEC_OK;
 }
 
+/// Two temporal layers (libvpx's `ts_*`, as its vpx_temporal_svc_encoder
+/// example's 2-layer mode): the base layer (TL0) at half the frame rate
+/// with `base_pct` percent of `kbps`, the upper layer (TL1) the rest. The
+/// caller names each frame's layer (`cvpx_temporal_flags`).
+static inline void cvpx_temporal_layers(vpx_codec_enc_cfg_t *cfg, unsigned kbps, unsigned base_pct) {
+    cfg->ts_number_layers = 2;
+    cfg->ts_target_bitrate[0] = kbps * base_pct / 100;
+    cfg->ts_target_bitrate[1] = kbps;
+    cfg->ts_rate_decimator[0] = 2;
+    cfg->ts_rate_decimator[1] = 1;
+    cfg->ts_periodicity = 2;
+    cfg->ts_layer_id[0] = 0;
+    cfg->ts_layer_id[1] = 1;
+}
+
+/// The frame flags of a frame of temporal layer `layer` (0 or 1), after
+/// setting the layer for the rate control. A TL0 frame references and
+/// updates only the last TL0 frame (LAST); a TL1 frame references only that
+/// and updates nothing, not even the entropy contexts, so that a viewer
+/// without TL1 decodes every TL0 frame and may take TL1 up at any frame.
+static inline vpx_codec_err_t cvpx_temporal_flags(vpx_codec_ctx_t *ctx, int layer, vpx_enc_frame_flags_t *flags) {
+    vpx_codec_err_t err = vpx_codec_control_(ctx, VP8E_SET_TEMPORAL_LAYER_ID, layer);
+    if (err != VPX_CODEC_OK) return err;
+    *flags |= VP8_EFLAG_NO_REF_GF | VP8_EFLAG_NO_REF_ARF | VP8_EFLAG_NO_UPD_GF | VP8_EFLAG_NO_UPD_ARF;
+    if (layer > 0) *flags |= VP8_EFLAG_NO_UPD_LAST | VP8_EFLAG_NO_UPD_ENTROPY;
+    return VPX_CODEC_OK;
+}
+
 /// WebRTC's static threshold for screens: a macroblock whose prediction
 /// error is under it is coded as unchanged.
 #define CVPX_STATIC_THRESHOLD 100

@@ -15,9 +15,12 @@ public enum FrameStamp {
     }
 
     /// Reads the number from a luma plane (`stride` bytes a row) of a
-    /// picture `width` wide, by the mean of each cell's centre.
-    public static func read(luma: UnsafeRawBufferPointer, stride: Int, width: Int, height: Int) -> UInt64? {
-        guard let cell = cellSize(width: width), height >= cell else { return nil }
+    /// picture `width` wide, by the mean of each cell's centre; `scale`: the
+    /// picture is the stamped one scaled down that many times (a lower
+    /// simulcast layer), its cells as many times smaller.
+    public static func read(luma: UnsafeRawBufferPointer, stride: Int, width: Int, height: Int, scale: Int = 1) -> UInt64? {
+        guard let whole = cellSize(width: width * scale), whole / scale >= 2, height >= whole / scale else { return nil }
+        let cell = whole / scale
         let inset = cell / 4
         var number: UInt64 = 0
         for bit in 0..<bits {

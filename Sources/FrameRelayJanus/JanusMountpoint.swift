@@ -13,49 +13,82 @@ public struct JanusMountpoint: Sendable, Codable, Equatable {
     public var host: String
     public var rtpPort: Int
     public var rtcpPort: Int
+    /// With simulcast layers, each layer's RTP port, smallest first (Janus's
+    /// `port`, `port2`, `port3`: the port a stream arrives on is its
+    /// substream); one layer: `[rtpPort]`.
+    public var layerPorts: [Int]
     /// Taken back from an earlier host of the same App Group that did not destroy it (a `kill -9`).
     public var reclaimed: Bool
 
     /// The mountpoint id of an App Group: the same for every host of it,
     /// and below 2^53 so that a browser's JavaScript holds it exactly.
     public static func id(for appGroup: AppGroup) -> UInt64 { appGroup.hash >> 12 | 1 }
+
+    /// The description Janus lists a mountpoint of `name` with `layers`
+    /// simulcast layers under: "NAME layers=N", which the viewer page and
+    /// the subscriber read (``layers(inDescription:)``).
+    public static func description(name: String, layers: Int) -> String { "\(name) layers=\(layers)" }
+
+    /// The App Group and layer count a mountpoint's description names (one layer when it names none).
+    public static func layers(inDescription description: String) -> (name: String, layers: Int) {
+        guard let mark = description.ranges(of: " layers=").last, let layers = Int(description[mark.upperBound...]), (1...3).contains(layers) else {
+            return (description, 1)
+        }
+        return (String(description[..<mark.lowerBound]), layers)
+    }
 }
 
 extension JanusStreaming {
     /// Creates the App Group's mountpoint (VP8, payload type 96, with an
-    /// RTCP port so that Janus's PLIs reach the host), or takes back the one
-    /// an earlier host of the same App Group left, with the same ports, so
-    /// that viewers already watching keep watching.
-    public func openMountpoint(for appGroup: AppGroup, secret: String?) throws(JanusError) -> JanusMountpoint {
+    /// RTCP port so that Janus's PLIs reach the host; with `layers` above 1,
+    /// simulcast with a port per layer), or takes back the one an earlier
+    /// host of the same App Group left with as many layers, with the same
+    /// ports, so that viewers already watching keep watching.
+    public func openMountpoint(for appGroup: AppGroup, layers: Int = 1, secret: String?) throws(JanusError) -> JanusMountpoint {
+        precondition((1...3).contains(layers))
         let id = JanusMountpoint.id(for: appGroup)
+        var media: [String: JSONValue] = ["type": "video", "mid": "v", "port": 0, "rtcpport": 0, "pt": 96, "codec": "vp8"]
+        if layers > 1 {
+            media["simulcast"] = true
+            media["port2"] = 0
+            if layers > 2 { media["port3"] = 0 }
+        }
         var request: [String: JSONValue] = [
-            "request": "create", "type": "rtp", "id": .integer(Int64(id)), "name": .string(appGroup.name), "description": .string(appGroup.name),
-            "media": [["type": "video", "mid": "v", "port": 0, "rtcpport": 0, "pt": 96, "codec": "vp8"]],
+            "request": "create", "type": "rtp", "id": .integer(Int64(id)), "name": .string(appGroup.name),
+            "description": .string(JanusMountpoint.description(name: appGroup.name, layers: layers)),
+            "media": [.object(media)],
             // Viewers may ask for a playout delay (`configure` min_delay/max_delay); none is sent until one does.
             "playoutdelay_ext": true,
         ]
         if let secret { request["secret"] = .string(secret) }
         if let adminKey { request["admin_key"] = .string(adminKey) }
-        let ports: (rtp: UInt64?, rtcp: UInt64?)
+        let ports: (rtp: [UInt64?], rtcp: UInt64?)
         var reclaimed = false
         do {
             let created = try call(.object(request))
             let port = created["stream"]?["ports"]?.array?.first
-            ports = (port?["port"]?.unsigned, port?["rtcp_port"]?.unsigned)
+            ports = (["port", "port_2", "port_3"].prefix(layers).map { port?[$0]?.unsigned }, port?["rtcp_port"]?.unsigned)
         } catch where error.code == JanusError.idTaken {
             let existing = try call(Self.request("info", mountpoint: id, secret: secret))["info"]
-            let name = existing?["name"]?.string ?? existing?["description"]?.string ?? "?"
+            let described = JanusMountpoint.layers(inDescription: existing?["description"]?.string ?? "?")
+            let name = existing?["name"]?.string ?? described.name
             guard name == appGroup.name else {
                 throw JanusError(url: url.description, code: JanusError.idTaken, reason: "mountpoint \(id) is taken by \"\(name)\", not \(appGroup.name)")
             }
+            guard described.layers == layers else {
+                // Left with another layer count: made again (its viewers watch again).
+                try destroy(id: id, secret: secret)
+                return try openMountpoint(for: appGroup, layers: layers, secret: secret)
+            }
             let media = existing?["media"]?.array?.first
-            ports = (media?["port"]?.unsigned, media?["rtcpport"]?.unsigned)
+            ports = (["port", "port2", "port3"].prefix(layers).map { media?[$0]?.unsigned }, media?["rtcpport"]?.unsigned)
             reclaimed = true
         }
-        guard let rtp = ports.rtp, let rtcp = ports.rtcp, (1...65535).contains(rtp), (1...65535).contains(rtcp), rtp != rtcp else {
-            throw JanusError(url: url.description, code: 0, reason: "mountpoint \(id) has RTP port \(ports.rtp ?? 0) and RTCP port \(ports.rtcp ?? 0): expected two ports (is its secret right?)")
+        let rtp = ports.rtp.compactMap { $0 }.filter { (1...65535).contains($0) }.map(Int.init)
+        guard rtp.count == layers, let rtcp = ports.rtcp.map(Int.init), (1...65535).contains(rtcp), !rtp.contains(rtcp), Set(rtp).count == layers else {
+            throw JanusError(url: url.description, code: 0, reason: "mountpoint \(id) has RTP ports \(ports.rtp.map { String($0 ?? 0) }.joined(separator: ",")) and RTCP port \(ports.rtcp ?? 0): expected \(layers + 1) ports (is its secret right?)")
         }
-        return JanusMountpoint(janus: url.description, id: id, name: appGroup.name, host: url.host, rtpPort: Int(rtp), rtcpPort: Int(rtcp), reclaimed: reclaimed)
+        return JanusMountpoint(janus: url.description, id: id, name: appGroup.name, host: url.host, rtpPort: rtp[0], rtcpPort: rtcp, layerPorts: rtp, reclaimed: reclaimed)
     }
 
     /// Asks Janus about the mountpoint; throws when Janus is gone or has lost it.
@@ -65,7 +98,11 @@ extension JanusStreaming {
 
     /// Destroys a mountpoint this host opened.
     public func destroy(_ mountpoint: JanusMountpoint, secret: String?) throws(JanusError) {
-        _ = try call(Self.request("destroy", mountpoint: mountpoint.id, secret: secret))
+        try destroy(id: mountpoint.id, secret: secret)
+    }
+
+    private func destroy(id: UInt64, secret: String?) throws(JanusError) {
+        _ = try call(Self.request("destroy", mountpoint: id, secret: secret))
     }
 
     /// A streaming-plugin request about one mountpoint.

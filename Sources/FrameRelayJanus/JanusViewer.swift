@@ -24,10 +24,17 @@ package struct JanusViewer: Sendable {
         }
     }
 
-    /// Asks to watch `mountpoint` and returns Janus's SDP offer; throws the
-    /// plugin's error (no such mountpoint) or no offer within `timeout` s.
-    package func watch(_ mountpoint: UInt64, timeout: Double = 10) throws(JanusError) -> String {
-        let reply = try api.post(["janus": "message", "body": ["request": "watch", "id": try id(mountpoint)]], to: handlePath)
+    /// Asks to watch `mountpoint` (on simulcast `layer`, when given) and
+    /// returns Janus's SDP offer; throws the plugin's error (no such
+    /// mountpoint) or no offer within `timeout` s.
+    package func watch(_ mountpoint: UInt64, layer: (substream: Int, temporal: Int)? = nil, timeout: Double = 10) throws(JanusError) -> String {
+        var body: [String: JSONValue] = ["request": "watch", "id": try id(mountpoint)]
+        if let layer {
+            body["substream"] = .integer(Int64(layer.substream))
+            body["temporal"] = .integer(Int64(layer.temporal))
+            body["fallback"] = .integer(Int64(Self.fallback))
+        }
+        let reply = try api.post(["janus": "message", "body": .object(body)], to: handlePath)
         if let offer = try Self.offer(in: reply, api: api) { return offer }
         let deadline = MonotonicClock.now() + UInt64(timeout * 1e9)
         while MonotonicClock.now() < deadline {
@@ -44,6 +51,29 @@ package struct JanusViewer: Sendable {
     }
 
     static let minimumPoll: UInt64 = 100_000_000
+    /// How long (µs) Janus waits for a packet on the substream a viewer
+    /// watches before dropping it to a lower one on its own: longer than a
+    /// still screen's silence (a frame each half second on every layer).
+    package static let fallback = 3_000_000
+
+    /// Moves the viewer to simulcast `substream` and `temporal` layer (Janus
+    /// switches substream at the next keyframe on it).
+    package func configure(substream: Int, temporal: Int, timeout: Double = 3) throws(JanusError) {
+        let reply = try api.post(["janus": "message", "body": ["request": "configure", "substream": .integer(Int64(substream)),
+                                                               "temporal": .integer(Int64(temporal))]], to: handlePath, timeout: timeout)
+        if let data = reply["plugindata"]?["data"], let code = data["error_code"]?.unsigned {
+            throw JanusError(url: api.url.description, code: Int(code), reason: data["error"]?.string ?? "unknown error")
+        }
+    }
+
+    /// How many simulcast layers `mountpoint` has, as its description names them (``JanusMountpoint/layers(inDescription:)``).
+    package func layers(of mountpoint: UInt64, timeout: Double = 3) throws(JanusError) -> Int {
+        let reply = try api.post(["janus": "message", "body": ["request": "info", "id": try id(mountpoint)]], to: handlePath, timeout: timeout)
+        if let data = reply["plugindata"]?["data"], let code = data["error_code"]?.unsigned {
+            throw JanusError(url: api.url.description, code: Int(code), reason: data["error"]?.string ?? "unknown error")
+        }
+        return JanusMountpoint.layers(inDescription: reply["plugindata"]?["data"]?["info"]?["description"]?.string ?? "").layers
+    }
 
     /// A mountpoint id as Janus's JSON takes it (a signed 64-bit integer).
     private func id(_ mountpoint: UInt64) throws(JanusError) -> JSONValue {

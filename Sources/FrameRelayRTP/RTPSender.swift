@@ -113,11 +113,12 @@ package struct RTPSender: ~Copyable {
         return rtpBase &+ UInt32(truncatingIfNeeded: elapsed / 100_000 * 9 + (elapsed % 100_000) * 9 / 100_000)
     }
 
-    /// Packetizes one frame captured at `captureTime`, arriving at `now`:
-    /// its packets are queued, the first burst due at once; returns its PictureID.
+    /// Packetizes one frame captured at `captureTime`, arriving at `now`
+    /// (`layer`: its temporal layer, when the stream has them): its packets
+    /// are queued, the first burst due at once; returns its PictureID.
     /// A frame that comes while the one before still waits sends that one's rest first.
     @discardableResult
-    package mutating func send(_ frame: UnsafeRawBufferPointer, keyframe: Bool, captureTime: UInt64, now: UInt64) -> UInt16 {
+    package mutating func send(_ frame: UnsafeRawBufferPointer, keyframe: Bool, layer: VP8TemporalLayer? = nil, captureTime: UInt64, now: UInt64) -> UInt16 {
         if monotonicBase == nil {
             monotonicBase = captureTime
             nextSenderReport = now
@@ -129,7 +130,7 @@ package struct RTPSender: ~Copyable {
         // What still waits of the frame before is due at once, ahead of this one's, whose pacing starts now.
         (pacedFrom, pacedSince) = (queued, now)
         let pictureID = packetizer.pictureID
-        packetizer.packetize(frame, timestamp: rtpTimestamp(captureTime), scratch: scratch) { packet, sequence in
+        packetizer.packetize(frame, timestamp: rtpTimestamp(captureTime), layer: layer, scratch: scratch) { packet, sequence in
             history.record(packet, sequence: sequence)
             stats.packets += 1
             stats.octets += UInt64(packet.count - RTPPacketizer.headerSize)

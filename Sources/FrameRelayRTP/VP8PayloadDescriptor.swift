@@ -1,6 +1,7 @@
 /// What a VP8 RTP payload (RFC 7741 §4.2) says about its frame, read
-/// without decoding: whether it starts the frame, the PictureID, and, on a
-/// frame's first packet, whether the frame is a keyframe.
+/// without decoding: whether it starts the frame, the PictureID, the
+/// temporal layer and TL0PICIDX, and, on a frame's first packet, whether
+/// the frame is a keyframe.
 ///
 /// ### Layout
 /// ```
@@ -17,6 +18,10 @@ package struct VP8PayloadDescriptor: Equatable {
     package var keyframe: Bool
     /// The PictureID (7 or 15 bits), when the descriptor carries one.
     package var pictureID: UInt16?
+    /// The temporal layer (TID, Y, N), when the descriptor carries one (T).
+    package var temporalLayer: VP8TemporalLayer?
+    /// TL0PICIDX, when the descriptor carries it (L).
+    package var baseLayerIndex: UInt8?
     /// Where the VP8 data starts, past the descriptor.
     package var dataOffset: Int
 
@@ -25,6 +30,8 @@ package struct VP8PayloadDescriptor: Equatable {
         guard let first = payload.first else { return nil }
         var offset = 1
         pictureID = nil
+        temporalLayer = nil
+        baseLayerIndex = nil
         if first & 0x80 != 0 {
             guard payload.count > 1 else { return nil }
             let extensions = payload[1]
@@ -40,8 +47,18 @@ package struct VP8PayloadDescriptor: Equatable {
                     offset += 1
                 }
             }
-            if extensions & 0x40 != 0 { offset += 1 }
-            if extensions & 0x30 != 0 { offset += 1 }
+            if extensions & 0x40 != 0 {
+                guard payload.count > offset else { return nil }
+                baseLayerIndex = payload[offset]
+                offset += 1
+            }
+            if extensions & 0x30 != 0 {
+                guard payload.count > offset else { return nil }
+                if extensions & 0x20 != 0 {
+                    temporalLayer = VP8TemporalLayer(id: payload[offset] >> 6, sync: payload[offset] & 0x20 != 0, discardable: first & 0x20 != 0)
+                }
+                offset += 1
+            }
         }
         guard offset <= payload.count else { return nil }
         dataOffset = offset

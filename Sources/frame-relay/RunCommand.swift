@@ -44,6 +44,10 @@ struct Run: ParsableCommand {
     @Option("packet-size", "BYTES", in: 64...9000, help: "Largest RTP packet.") var packetSize = 1200
     @Option("janus", "URL", help: "Stream each share into a mountpoint of this Janus (its HTTP API, http://HOST:8088/janus); shares are dealt across several in order.", transform: janusURL)
     var janus: [HTTPClient.URL] = []
+    @Option("layers", "N", in: 1...Simulcast.maxLayers, help: "Simulcast layers into Janus, each half the width and height of the one above, each with two temporal layers (default: 2 where the picture is at least 640 wide; 1 is the whole picture alone).")
+    var layers: Int?
+    @Option("layer-bitrates", "KBPS,...", help: "Each layer's bitrate, smallest first (default: --bitrate on top, each below max(150, a quarter of the one above)).", transform: parseBitrates)
+    var layerBitrates: [Int]?
     @Option("janus-admin-key", "KEY", help: "The streaming plugin's admin_key, where Janus has one.") var janusAdminKey: String?
     @Option("janus-secret", "SECRET", help: "Secret of the mountpoints this host creates (needed again to take them back or destroy them).") var janusSecret: String?
     @Option("http", "[ADDRESS:]PORT", help: "Serve the live viewer, /stream.ivf, /metrics, /stats.json, /snapshot.jpg (loopback unless an address is given).", transform: parseListenAddress)
@@ -54,13 +58,17 @@ struct Run: ParsableCommand {
 
     func checkGiven() throws {
         if $noEncode.isGiven {
-            let encodingOptions: [any OptionPresence] = [$bitrate, $frameRate, $keyframeInterval, $speed, $threads, $screenContentMode, $encodeEveryFrame, $maxSize, $records, $destinations, $sdpPaths, $packetSize, $http, $janus]
+            let encodingOptions: [any OptionPresence] = [$bitrate, $frameRate, $keyframeInterval, $speed, $threads, $screenContentMode, $encodeEveryFrame, $maxSize, $records, $destinations, $sdpPaths, $packetSize, $http, $janus, $layers, $layerBitrates]
             if let given = encodingOptions.first(where: \.isGiven) { throw UsageError("--\(given.name) needs encoding: drop --no-encode") }
         }
         let streams = $destinations.isGiven || $janus.isGiven
         if !$janus.isGiven, let given = ([$janusAdminKey, $janusSecret] as [any OptionPresence]).first(where: \.isGiven) { throw UsageError("--\(given.name) needs --janus URL") }
         if !streams, $packetSize.isGiven { throw UsageError("--packet-size needs --rtp HOST:PORT or --janus URL") }
         if !streams, $sdpPaths.isGiven { throw UsageError("--sdp needs a destination: add --rtp HOST:PORT") }
+        if !$janus.isGiven, let given = ([$layers, $layerBitrates] as [any OptionPresence]).first(where: \.isGiven) {
+            throw UsageError("--\(given.name) needs --janus URL: layers are Janus's substreams (--rtp and recordings take the whole picture)")
+        }
+        if $layerBitrates.isGiven, $bitrate.isGiven { throw UsageError("--layer-bitrates sets the top layer's bitrate too: drop --bitrate") }
     }
 
     mutating func validate() throws {
@@ -83,6 +91,10 @@ struct Run: ParsableCommand {
             pipeline.settings.concurrentEncoders = count
             pipeline.encodeEveryFrame = encodeEveryFrame
             pipeline.maxSize = maxSize
+            // Layers are for Janus's viewers; without Janus the whole picture alone.
+            pipeline.simulcast = janus.isEmpty ? Simulcast(layers: 1) : Simulcast(layers: layers ?? layerBitrates?.count, bitrates: layerBitrates)
+            if let top = layerBitrates?.last { pipeline.settings.bitrateKbps = top }
+            do { try pipeline.simulcast.validate() } catch { throw UsageError("\(error)") }
             guard records.isEmpty || records.count == count else {
                 throw UsageError("--record given \(records.count) times for \(count) App Groups: give one file per --app-group")
             }
@@ -122,6 +134,15 @@ struct Run: ParsableCommand {
         if exitWithParent, try !Signals.stopWithParent() { return 1 }
         return try Host(host, log: log).run(shouldStop: { Signals.stops.load(ordering: .relaxed) > 0 })
     }
+}
+
+/// `--layer-bitrates KBPS,...`: kilobits per second, smallest layer first.
+func parseBitrates(_ text: String) throws -> [Int] {
+    let rates = text.split(separator: ",", omittingEmptySubsequences: false).map { Int($0.trimmingCharacters(in: .whitespaces)) }
+    guard (1...Simulcast.maxLayers).contains(rates.count), let all = rates as? [Int], all.allSatisfy({ (1...100_000).contains($0) }) else {
+        throw UsageError("invalid --layer-bitrates \"\(text)\": expected 1 to \(Simulcast.maxLayers) bitrates in kbit/s, smallest layer first, such as 600,2500")
+    }
+    return all
 }
 
 /// `--janus URL`: Janus's HTTP API.

@@ -8,12 +8,12 @@ struct WireFormatTests {
     // MARK: - Packetizer
 
     /// Every packet `packetizer` makes of `frame`, with its sequence number.
-    private func packets(_ frame: [UInt8], _ packetizer: inout RTPPacketizer, timestamp: UInt32 = 0x0102_0304) -> [[UInt8]] {
+    private func packets(_ frame: [UInt8], _ packetizer: inout RTPPacketizer, timestamp: UInt32 = 0x0102_0304, layer: VP8TemporalLayer? = nil) -> [[UInt8]] {
         let scratch = UnsafeMutableRawPointer.allocate(byteCount: packetizer.maxPacketSize, alignment: 16)
         defer { scratch.deallocate() }
         var out: [[UInt8]] = []
         frame.withUnsafeBytes { bytes in
-            packetizer.packetize(bytes, timestamp: timestamp, scratch: scratch) { packet, sequence in
+            packetizer.packetize(bytes, timestamp: timestamp, layer: layer, scratch: scratch) { packet, sequence in
                 #expect(UInt16(packet[2]) << 8 | UInt16(packet[3]) == sequence)
                 out.append(Array(packet))
             }
@@ -48,6 +48,34 @@ struct WireFormatTests {
         #expect(out.map { UInt16($0[2]) << 8 | UInt16($0[3]) } == [8, 9])
     }
 
+    @Test func aTemporalLayerFrameCarriesTL0PICIDXAndTIDWithYAndN() {
+        var packetizer = RTPPacketizer(ssrc: 0xCAFE_BABE, maxPacketSize: 1200, sequence: 0x1234, pictureID: 0x0ABC, baseLayerIndex: 0xFF)
+        // A base-layer frame: a new TL0PICIDX (0xFF + 1 wraps to 0), TID 0.
+        #expect(packets([0xDE, 0xAD], &packetizer, layer: VP8TemporalLayer(id: 0, sync: false, discardable: false)) == [[
+            0x80, 0xE0, 0x12, 0x34, 0x01, 0x02, 0x03, 0x04, 0xCA, 0xFE, 0xBA, 0xBE,
+            0x90, 0xE0, 0x8A, 0xBC,  // X=1 S=1; I=1 L=1 T=1; PictureID 0x0ABC
+            0x00, 0x00,  // TL0PICIDX 0; TID 0, Y=0, KEYIDX 0
+            0xDE, 0xAD,
+        ]])
+        // The frame above it: the same TL0PICIDX, TID 1, Y=1, N=1.
+        #expect(packets([0xBE], &packetizer, layer: VP8TemporalLayer(id: 1, sync: true, discardable: true)) == [[
+            0x80, 0xE0, 0x12, 0x35, 0x01, 0x02, 0x03, 0x04, 0xCA, 0xFE, 0xBA, 0xBE,
+            0xB0, 0xE0, 0x8A, 0xBD,  // X=1 N=1 S=1; I L T; PictureID 0x0ABD
+            0x00, 0x60,  // TL0PICIDX 0; TID 1 (01), Y=1
+            0xBE,
+        ]])
+        // The next base-layer frame counts on; a continuation packet keeps N, not S.
+        let next = RTPPacketizer.headerSize + RTPPacketizer.layeredDescriptorSize + 10
+        var small = RTPPacketizer(ssrc: 1, maxPacketSize: next, sequence: 0, pictureID: 0, baseLayerIndex: 7)
+        let split = packets([UInt8](repeating: 9, count: 11), &small, layer: VP8TemporalLayer(id: 1, sync: false, discardable: true))
+        #expect(split.map { Array($0[12..<18]) } == [[0xB0, 0xE0, 0x80, 0x00, 0x07, 0x40], [0xA0, 0xE0, 0x80, 0x00, 0x07, 0x40]])
+        #expect(packets([1], &small, layer: VP8TemporalLayer(id: 0, sync: false, discardable: false))[0][16] == 0x08)
+        // What is written reads back the same.
+        let read = split[0][12...].withUnsafeBytes { VP8PayloadDescriptor($0) }
+        #expect(read?.temporalLayer == VP8TemporalLayer(id: 1, sync: false, discardable: true))
+        #expect(read?.baseLayerIndex == 7 && read?.dataOffset == 6 && read?.pictureID == 0)
+    }
+
     @Test func sequenceNumbersAndPictureIDsWrap() {
         var packetizer = RTPPacketizer(ssrc: 1, maxPacketSize: 100, sequence: 0xFFFF, pictureID: 0x7FFF)
         let first = packets([UInt8](repeating: 0, count: 150), &packetizer)
@@ -80,6 +108,11 @@ struct WireFormatTests {
         #expect(read([0x90, 0x80, 0x05, 0x00]) == "start key pid=5 data@3")
         // PictureID, TL0PICIDX (L) and TID/KEYIDX (T): 6 bytes before the data.
         #expect(descriptor([0x90, 0xE0, 0x80, 0x07, 0x11, 0x22, 0x00])?.dataOffset == 6)
+        #expect(descriptor([0x90, 0xE0, 0x80, 0x07, 0x11, 0x22, 0x00])?.baseLayerIndex == 0x11)
+        #expect(descriptor([0xB0, 0xE0, 0x80, 0x07, 0x11, 0xA0, 0x00])?.temporalLayer == VP8TemporalLayer(id: 2, sync: true, discardable: true))
+        // K without T: KEYIDX only, no layer.
+        #expect(descriptor([0x90, 0x10, 0x05, 0x00])?.temporalLayer == nil)
+        #expect(descriptor([0x90, 0x10, 0x05, 0x00])?.dataOffset == 3)
         // A continuation (S=0) and a later partition's start (PID=1) do not start the frame.
         #expect(descriptor([0x80, 0x80, 0x80, 0x07, 0x00])?.startsFrame == false)
         #expect(descriptor([0x11, 0x00])?.startsFrame == false)

@@ -208,6 +208,38 @@ import FrameRelayJanus
         #expect(tracker.counts.framesSkipped == 4 && tracker.counts.keyframeWaits == 1 && tracker.counts.keyframes == 2)
     }
 
+    /// One packet frames of a stream of two temporal layers: (sequence, picture, TID, TL0PICIDX, keyframe).
+    func layered(_ tracker: inout FrameTracker, _ frames: [(UInt16, UInt16, UInt8, UInt8, Bool)], now: UInt64 = 1_000) -> [FrameTracker.Event] {
+        var events: [FrameTracker.Event] = []
+        for (sequence, picture, tid, index, keyframe) in frames {
+            let bytes: [UInt8] = [tid > 0 ? 0xB0 : 0x90, 0xE0, 0x80 | UInt8(picture >> 8), UInt8(picture & 0xFF), index, tid << 6 | (tid > 0 ? 0x20 : 0),
+                                  keyframe ? 0x00 : 0x01, 0x9d]
+            bytes.withUnsafeBytes { tracker.insert(sequence: sequence, timestamp: UInt32(picture) * 3000, marker: true, payload: $0, now: now, into: &events) }
+        }
+        return events
+    }
+
+    @Test func upperTemporalLayerFramesThatNeverComeAreNoLossButABaseLayerFrameIs() {
+        var tracker = FrameTracker()
+        // Both layers, then the base layer alone (Janus dropping TL1, its sequence numbers rewritten without gaps).
+        var events = layered(&tracker, [(1, 10, 0, 250, true), (2, 11, 1, 250, false), (3, 12, 0, 251, false), (4, 13, 1, 251, false),
+                                        (5, 14, 0, 252, false), (6, 16, 0, 253, false), (7, 18, 0, 254, false)])
+        #expect(decodable(events) == [10, 11, 12, 13, 14, 16, 18])
+        // An upper frame lost whole, and one of a base frame that came after it: neither is waited for.
+        events = layered(&tracker, [(8, 20, 0, 255, false), (10, 22, 0, 0, false), (11, 23, 1, 0, false), (9, 21, 1, 255, false)])
+        #expect(decodable(events) == [20, 22, 23])
+        #expect(tracker.counts.framesSkipped == 0 && !tracker.awaitingKeyframe)
+        tracker.tick(now: 1_000_000_000, patience: 150_000_000, into: &events)
+        #expect(tracker.counts.keyframeWaits == 0)
+        // A base-layer frame lost: the frames after it wait, and then the decoder waits for a keyframe.
+        events = layered(&tracker, [(13, 25, 1, 1, false), (14, 26, 0, 2, false), (15, 27, 1, 2, false)])
+        #expect(decodable(events).isEmpty)
+        tracker.tick(now: 1_000_000_000, patience: 150_000_000, into: &events)
+        #expect(events == [.keyframeWait] && tracker.counts.keyframeWaits == 1)
+        events = layered(&tracker, [(16, 28, 0, 3, true), (17, 29, 1, 3, false)])
+        #expect(decodable(events) == [28, 29] && tracker.counts.framesSkipped == 2)  // the base frames 1 and 2
+    }
+
     // MARK: - NACK
 
     @Test func missingPacketsAreAskedForARoundTripApartAndRecoveredOnlyByRetransmissions() {

@@ -2,49 +2,68 @@ import FrameRelaySystem
 import FrameRelayFrames
 import FrameRelayRing
 
-/// VP8 that codes only what changed, in one call per frame: it converts the
-/// frame (only where the producer says it changed, or not at all when it
-/// says it repeats), finds what changed since the picture it keeps
-/// (``DamageDetector``), chooses the macroblocks to code or refine
-/// (``RefreshSchedule``) and whether a keyframe is due
-/// (``KeyframeSchedule``), and encodes; a frame with nothing to code is
-/// skipped. With `encodeEveryFrame` it converts and encodes every frame
-/// whole, as a camera pipeline does.
+/// VP8 that codes only what changed, in one call per frame, in each
+/// simulcast layer (``Simulcast``): it converts the frame (only where the
+/// producer says it changed, or not at all when it says it repeats), finds
+/// what changed since the picture it keeps (``DamageDetector``, once, on
+/// the whole picture: a lower layer takes that damage scaled down), and for
+/// each layer, smallest first, chooses the macroblocks to code or refine
+/// (``RefreshSchedule``), whether a keyframe is due (``KeyframeSchedule``)
+/// and the temporal layer (``TemporalPattern``), and encodes; a layer with
+/// nothing to code skips the frame. With `encodeEveryFrame` it converts and
+/// encodes every frame whole, as a camera pipeline does.
+///
+/// With two temporal layers a frame of the upper one is never a reference,
+/// so a macroblock it coded stays refining until a base-layer frame codes
+/// it: only base-layer frames let macroblocks converge, and a still screen
+/// ends on a base-layer frame that a viewer of the base layer alone sees.
 public final class ContentAwareEncoder {
     /// What one frame came to: when its picture was ready to encode, and
-    /// what the encoder did (nil: skipped, nothing to code).
+    /// what the encoder did (the top layer's, or the first layer's that
+    /// encoded; nil: skipped on every layer, nothing to code).
     public struct Result {
         public var converted: UInt64
         public var outcome: EncodeOutcome?
     }
 
-    public let encoder: VP8Encoder
+    public let simulcast: Simulcast
     private let converter: FrameConverter
     /// What changed since the last picture; nil when every frame is encoded whole.
     private let damage: DamageDetector?
-    private var schedule = RefreshSchedule()
-    private var keyframes: KeyframeSchedule
-    /// When the last frame was encoded (its capture time), for the idle repeat.
-    private var lastEncodedCapture: UInt64 = 0
+    /// One per stream, smallest first; the last is the whole picture.
+    private let layers: [SimulcastLayer]
     /// What it did so far (the share's statistics add the latencies).
     public private(set) var stats = EncodeStats()
     /// WebRTC's zero-hertz repeat: on a still screen streamed over RTP, one
     /// frame a second that codes nothing (a few hundred bytes, about 1 ms of
     /// libvpx at 720p), so that a receiver joining hears the stream, and can
     /// ask for a keyframe, and middleboxes keep its path open. Viewers and
-    /// recordings need none: a viewer asks for its keyframe itself.
-    public static let idleRepeatInterval: UInt64 = 1_000_000_000
+    /// recordings need none: a viewer asks for its keyframe itself. With
+    /// several layers, twice a second on each: Janus (1.1.2) asks for a
+    /// keyframe when the substream a viewer watches has sent nothing it
+    /// could relay for a second (janus_streaming.c, `need_pli`), and a
+    /// repeat a second on each layer would come just past that.
+    public let idleRepeatInterval: UInt64
 
     /// `converter` scales and converts what the ring holds into what VP8 reads.
-    public init(settings: VP8Settings, converter: FrameConverter, encodeEveryFrame: Bool) throws {
-        encoder = try VP8Encoder(settings: settings)
-        keyframes = KeyframeSchedule(interval: settings.keyframeInterval)
+    public init(settings: VP8Settings, simulcast: Simulcast = Simulcast(layers: 1), converter: FrameConverter, encodeEveryFrame: Bool) throws {
+        try simulcast.validate()
+        self.simulcast = simulcast
+        layers = try (0..<simulcast.streams).map { stream in
+            var layer = settings
+            layer.bitrateKbps = simulcast.bitrate(stream: stream, top: settings.bitrateKbps)
+            layer.temporalLayers = simulcast.streams > 1 ? 2 : 1
+            return try SimulcastLayer(stream: stream, isTop: stream == simulcast.streams - 1, settings: layer)
+        }
         self.converter = converter
         damage = encodeEveryFrame ? nil : DamageDetector()
+        idleRepeatInterval = simulcast.streams > 1 ? 500_000_000 : 1_000_000_000
     }
 
-    /// Makes the next frame a keyframe.
-    public func requestKeyframe() { keyframes.request() }
+    /// Makes the next frame a keyframe on stream `stream` (nil: on every one).
+    public func requestKeyframe(stream: Int? = nil) {
+        for layer in layers where stream == nil || layer.stream == stream { layer.keyframes.request() }
+    }
 
     /// Converts and encodes one frame, handing each packet to `output`
     /// (valid only during the call). `periodicKeyframes`: whether the
@@ -68,18 +87,15 @@ public final class ContentAwareEncoder {
             throw InvalidFrame.undecodable(frameNumber: metadata.frameNumber, reason: "\(error)")
         }
         let converted = MonotonicClock.now()
-        // Periodic keyframes only while some receiver cannot ask for one (always when every frame is encoded whole).
-        let periodic = damage == nil || periodicKeyframes
-        let keyframe = keyframes.isDue(width: input.width, height: input.height, pts: encoder.timestamp(for: metadata.captureTime), periodic: periodic)
-        var plan = RefreshSchedule.Plan.everything
+        let top = layers[layers.count - 1]
         if let damage {
-            schedule.prepare(columns: (input.width + 15) / 16, rows: (input.height + 15) / 16)
+            top.schedule.prepare(columns: (input.width + 15) / 16, rows: (input.height + 15) / 16)
             if held != nil {
                 stats.repeated += 1
             } else {
                 let comparison: DamageDetector.Comparison
                 do {
-                    comparison = try schedule.withDamage { try damage.compare(input, source: metadata, region: region, into: $0) }
+                    comparison = try top.schedule.withDamage { try damage.compare(input, source: metadata, region: region, into: $0) }
                 } catch {
                     throw InvalidFrame.undecodable(frameNumber: metadata.frameNumber, reason: "\(error)")
                 }
@@ -89,59 +105,125 @@ public final class ContentAwareEncoder {
                     input = comparison.picture
                 }
             }
-            plan = schedule.plan(keyframe: keyframe)
         }
-        let outcome: EncodeOutcome
-        switch plan {
-        case .skip where !repeatWhenIdle || metadata.captureTime &- lastEncodedCapture < Self.idleRepeatInterval:
-            stats.skipped += 1
-            return Result(converted: converted, outcome: nil)
-        case .skip:
-            stats.idleRepeats += 1
-            // Nothing coded, nothing loop-filtered again: every macroblock kept.
-            outcome = try schedule.withMaps { active, segments in try encode(input, metadata, keyframe: keyframe, activeMap: active, segments: segments, output) }
-        case .everything where damage == nil || keyframe:
-            outcome = try encode(input, metadata, keyframe: keyframe, activeMap: nil, output)
-        case .everything:
-            // Whole, with the regions at rest in the refine segment.
-            outcome = try schedule.withMaps { _, segments in try encode(input, metadata, keyframe: keyframe, activeMap: nil, segments: segments, output) }
-        case .some(let active):
-            stats.partial += 1
-            stats.activeMacroblocks += UInt64(active)
-            outcome = try schedule.withMaps { active, segments in try encode(input, metadata, keyframe: keyframe, activeMap: active, segments: segments, output) }
-        }
-        keyframes.encoded(outcome, width: input.width, height: input.height)
-        if damage != nil {
-            if outcome.keyframe { schedule.restart() }
-            if let reconstruction = encoder.reconstruction() {
-                schedule.converge(source: input, reconstruction: reconstruction, quantizer: outcome.quantizer, measure: plan != .everything)
+        // Periodic keyframes only while some receiver cannot ask for one (always when every frame is encoded whole).
+        let periodic = damage == nil || periodicKeyframes
+        var result = Result(converted: converted, outcome: nil)
+        for size in simulcast.sizes(width: input.width, height: input.height) {
+            let layer = layers[size.stream]
+            if damage != nil, !layer.isTop {
+                layer.schedule.prepare(columns: (size.width + 15) / 16, rows: (size.height + 15) / 16)
+                layer.schedule.takeDamage(from: top.schedule, scale: Double(input.width) / Double(size.width))
+            }
+            let picture = { () throws -> EncoderInput in
+                layer.isTop ? input : try layer.scaler.scale(input, width: size.width, height: size.height)
+            }
+            if let outcome = try encode(layer, picture, size: (size.width, size.height), metadata, periodic: periodic, repeatWhenIdle: repeatWhenIdle, output),
+               result.outcome == nil || layer.isTop {
+                result.outcome = outcome
             }
         }
-        stats.refining = schedule.refiningCount
-        return Result(converted: converted, outcome: outcome)
+        return result
     }
 
-    /// Encodes `input` (only the macroblocks marked in `activeMap`, when
+    /// One layer's frame: its plan, keyframe and temporal layer, then the
+    /// encode of `picture` (made only when something is encoded); nil when it skips the frame.
+    private func encode(
+        _ layer: SimulcastLayer, _ picture: () throws -> EncoderInput, size: (width: Int, height: Int), _ metadata: FrameMetadata,
+        periodic: Bool, repeatWhenIdle: Bool, _ output: (EncodedFrame) throws -> Void
+    ) throws -> EncodeOutcome? {
+        let keyframe = layer.keyframes.isDue(width: size.width, height: size.height, pts: layer.encoder.timestamp(for: metadata.captureTime), periodic: periodic)
+        var plan = RefreshSchedule.Plan.everything
+        if damage != nil { plan = layer.schedule.plan(keyframe: keyframe) }
+        let idle: Bool
+        switch plan {
+        case .skip where !repeatWhenIdle || metadata.captureTime &- layer.lastEncodedCapture < idleRepeatInterval:
+            if layer.isTop { stats.skipped += 1 }
+            return nil
+        case .skip: idle = true
+        default: idle = false
+        }
+        let input: EncoderInput
+        do {
+            input = try picture()
+        } catch {
+            throw InvalidFrame.undecodable(frameNumber: metadata.frameNumber, reason: "\(error)")
+        }
+        let temporalLayer = layer.temporal.layer(captureTime: metadata.captureTime, keyframe: keyframe)
+        let outcome: EncodeOutcome
+        switch plan {
+        case _ where idle:
+            if layer.isTop { stats.idleRepeats += 1 }
+            // Nothing coded, nothing loop-filtered again: every macroblock kept.
+            outcome = try layer.schedule.withMaps { active, segments in
+                try encode(layer, input, metadata, keyframe: keyframe, temporalLayer: temporalLayer, activeMap: active, segments: segments, output)
+            }
+        case .everything where damage == nil || keyframe:
+            outcome = try encode(layer, input, metadata, keyframe: keyframe, temporalLayer: temporalLayer, activeMap: nil, output)
+        case .everything:
+            // Whole, with the regions at rest in the refine segment.
+            outcome = try layer.schedule.withMaps { _, segments in
+                try encode(layer, input, metadata, keyframe: keyframe, temporalLayer: temporalLayer, activeMap: nil, segments: segments, output)
+            }
+        case .some(let active):
+            if layer.isTop {
+                stats.partial += 1
+                stats.activeMacroblocks += UInt64(active)
+            }
+            outcome = try layer.schedule.withMaps { active, segments in
+                try encode(layer, input, metadata, keyframe: keyframe, temporalLayer: temporalLayer, activeMap: active, segments: segments, output)
+            }
+        case .skip:
+            preconditionFailure("a skipped frame is idle or returned")
+        }
+        layer.keyframes.encoded(outcome, width: input.width, height: input.height)
+        if damage != nil {
+            if outcome.keyframe { layer.schedule.restart() }
+            // Only a base-layer frame is a reference: only it lets a macroblock converge.
+            if outcome.temporalLayer == 0, let reconstruction = layer.encoder.reconstruction() {
+                layer.schedule.converge(source: input, reconstruction: reconstruction, quantizer: outcome.quantizer, measure: plan != .everything)
+            }
+        }
+        if layer.isTop { stats.refining = layer.schedule.refiningCount }
+        return outcome
+    }
+
+    /// Encodes `input` on `layer` (only the macroblocks marked in `activeMap`, when
     /// given, each in the segment `segments` names).
     private func encode(
-        _ input: EncoderInput, _ metadata: FrameMetadata, keyframe: Bool, activeMap: UnsafeMutablePointer<UInt8>?,
-        segments: UnsafeMutablePointer<UInt8>? = nil, _ output: (EncodedFrame) throws -> Void
+        _ layer: SimulcastLayer, _ input: EncoderInput, _ metadata: FrameMetadata, keyframe: Bool, temporalLayer: Int,
+        activeMap: UnsafeMutablePointer<UInt8>?, segments: UnsafeMutablePointer<UInt8>? = nil, _ output: (EncodedFrame) throws -> Void
     ) throws -> EncodeOutcome {
+        let encoder = layer.encoder
         let outcome: EncodeOutcome
         do {
             outcome = try encoder.encode(
-                input, captureTime: metadata.captureTime, keyframe: keyframe, activeMap: activeMap, segments: segments,
-                refineDelta: RefreshSchedule.refineDelta, output: output)
+                input, captureTime: metadata.captureTime, keyframe: keyframe, temporalLayer: temporalLayer, activeMap: activeMap, segments: segments,
+                refineDelta: RefreshSchedule.refineDelta
+            ) { frame in
+                var frame = frame
+                (frame.layer, frame.isTopLayer) = (layer.stream, layer.isTop)
+                try output(frame)
+            }
         } catch let error as CodecError {
             throw InvalidFrame.undecodable(frameNumber: metadata.frameNumber, reason: "\(error)")
         }
-        lastEncodedCapture = metadata.captureTime
-        stats.bytes += UInt64(outcome.bytes)
-        stats.frames = encoder.framesEncoded
-        stats.keyframes = encoder.keyframes
-        stats.width = input.width
-        stats.height = input.height
-        stats.threads = encoder.threads
+        layer.lastEncodedCapture = metadata.captureTime
+        layer.stats.width = input.width
+        layer.stats.height = input.height
+        layer.stats.frames = encoder.framesEncoded
+        layer.stats.keyframes = encoder.keyframes
+        layer.stats.bytes += UInt64(outcome.bytes)
+        if outcome.produced, outcome.temporalLayer == 0 { layer.stats.baseFrames += 1 }
+        if layer.isTop {
+            stats.bytes += UInt64(outcome.bytes)
+            stats.frames = encoder.framesEncoded
+            stats.keyframes = encoder.keyframes
+            stats.width = input.width
+            stats.height = input.height
+            stats.threads = encoder.threads
+        }
+        stats.layers = layers.map(\.stats)
         return outcome
     }
 }

@@ -12,6 +12,8 @@ public struct EncodeOutcome: Sendable, Equatable {
     public var pts: Int64 = 0
     /// Whether an active map chose the macroblocks coded (the rest kept from the reference), rather than all of them.
     public var activeMap = false
+    /// The temporal layer it was coded in (0 with one layer).
+    public var temporalLayer = 0
 
     public init(produced: Bool = false, keyframe: Bool = false, quantizer: Int = 0, bytes: Int = 0, pts: Int64 = 0, activeMap: Bool = false) {
         self.produced = produced

@@ -1,3 +1,5 @@
+import FrameRelayRTP
+
 /// One encoded VP8 frame, borrowed from the encoder until its next call.
 public struct EncodedFrame {
     public let bytes: UnsafeRawBufferPointer
@@ -7,4 +9,9 @@ public struct EncodedFrame {
     /// The coded picture's size.
     public let width: Int
     public let height: Int
+    /// Its temporal layer, when the stream has two.
+    public var temporalLayer: VP8TemporalLayer? = nil
+    /// Its simulcast layer: 0 is the smallest; ``isTopLayer`` the whole picture.
+    public var layer = 0
+    public var isTopLayer = true
 }

@@ -1,12 +1,15 @@
 @preconcurrency import Glibc
 internal import CVpx
 import FrameRelayFrames
+import FrameRelayRTP
 import FrameRelaySystem
 
 /// Owns one libvpx VP8 encoder context configured for real-time screen
 /// content. Reconfigures itself (with a keyframe) when the picture size
 /// changes; otherwise it makes a keyframe when told (``KeyframeSchedule``
-/// decides when), and says what it did in an ``EncodeOutcome``.
+/// decides when), and says what it did in an ``EncodeOutcome``. With two
+/// temporal layers (``VP8Settings/temporalLayers``) the caller names each
+/// frame's layer; a keyframe is always in the base layer.
 public final class VP8Encoder {
     public let settings: VP8Settings
     public private(set) var width = 0
@@ -47,6 +50,7 @@ public final class VP8Encoder {
         guard configured == VPX_CODEC_OK else {
             throw .library("vpx_codec_enc_config_default", String(cString: vpx_codec_err_to_string(configured)))
         }
+        if settings.temporalLayers == 2 { cvpx_temporal_layers(&config, UInt32(settings.bitrateKbps), UInt32(settings.baseLayerPercent)) }
         let status = cvpx_enc_init(&context, &config)
         guard status == VPX_CODEC_OK else {
             throw .library("vpx_codec_enc_init", String(cString: vpx_codec_err_to_string(status)))
@@ -86,9 +90,12 @@ public final class VP8Encoder {
     /// loop-filtered again. The first such frame turns libvpx's own cyclic
     /// background refresh off for good: it uses the same segments, and the
     /// caller now says which macroblocks to refine.
+    ///
+    /// `temporalLayer` (0 or 1, with two temporal layers): the frame's layer;
+    /// a keyframe is always 0.
     @discardableResult
     public func encode(
-        _ input: EncoderInput, captureTime: UInt64, keyframe: Bool = false, activeMap: UnsafeMutablePointer<UInt8>? = nil,
+        _ input: EncoderInput, captureTime: UInt64, keyframe: Bool = false, temporalLayer: Int = 0, activeMap: UnsafeMutablePointer<UInt8>? = nil,
         segments: UnsafeMutablePointer<UInt8>? = nil, refineDelta: Int = 0, output: (EncodedFrame) throws -> Void
     ) throws -> EncodeOutcome {
         var forceKeyframe = keyframe
@@ -126,13 +133,18 @@ public final class VP8Encoder {
             image.planes = (y, u, v, nil)
             image.stride = (Int32(input.strides.0), Int32(input.strides.1), Int32(input.strides.2), 0)
         }
-        let flags: vpx_enc_frame_flags_t = forceKeyframe ? vpx_enc_frame_flags_t(cvpx_eflag_force_kf) : 0
+        var flags: vpx_enc_frame_flags_t = forceKeyframe ? vpx_enc_frame_flags_t(cvpx_eflag_force_kf) : 0
+        let layer = forceKeyframe ? 0 : temporalLayer
+        if settings.temporalLayers > 1 { try control("VP8E_SET_TEMPORAL_LAYER_ID", cvpx_temporal_flags(&context, Int32(layer), &flags)) }
         let duration = UInt(90_000 / settings.frameRate)
         let status = vpx_codec_encode(&context, &image, pts, duration, flags, UInt(cvpx_dl_realtime))
         guard status == VPX_CODEC_OK else {
             throw CodecError.library("vpx_codec_encode", String(cString: vpx_codec_error_detail(&context) ?? vpx_codec_error(&context)))
         }
         var outcome = EncodeOutcome(pts: pts, activeMap: activeMap != nil)
+        outcome.temporalLayer = layer
+        // The upper layer references only the base and nothing references it.
+        let temporal = settings.temporalLayers > 1 ? VP8TemporalLayer(id: UInt8(layer), sync: layer > 0, discardable: layer > 0) : nil
         var iterator: vpx_codec_iter_t? = nil
         while let packet = vpx_codec_get_cx_data(&context, &iterator) {
             guard packet.pointee.kind == VPX_CODEC_CX_FRAME_PKT else { continue }
@@ -143,7 +155,8 @@ public final class VP8Encoder {
             outcome.produced = true
             outcome.keyframe = outcome.keyframe || isKey
             outcome.bytes += frame.sz
-            try output(EncodedFrame(bytes: UnsafeRawBufferPointer(start: frame.buf, count: frame.sz), isKeyframe: isKey, pts: frame.pts, width: width, height: height))
+            try output(EncodedFrame(bytes: UnsafeRawBufferPointer(start: frame.buf, count: frame.sz), isKeyframe: isKey, pts: frame.pts, width: width, height: height,
+                                    temporalLayer: temporal))
         }
         outcome.quantizer = Int(cvpx_last_quantizer(&context))
         return outcome

@@ -16,6 +16,12 @@ public struct VP8Settings: Sendable, Equatable {
     public var screenContentMode = 2
     /// Encoders running at once on this machine (for the thread policy).
     public var concurrentEncoders = 1
+    /// Temporal layers: 1, or 2 (the base layer at half the frame rate, so
+    /// that a viewer on a narrow link, or Janus for it, may take only that).
+    public var temporalLayers = 1
+    /// The base layer's share of the bitrate with two temporal layers, in
+    /// percent (libwebrtc's VP8 split for two layers: 60/40).
+    public var baseLayerPercent = 60
 
     public init() {}
 
@@ -31,6 +37,8 @@ public struct VP8Settings: Sendable, Equatable {
         guard (-16...16).contains(speed) else { throw .invalidSetting("invalid speed \(speed): libvpx cpu-used is -16...16") }
         if let threads, !(1...16).contains(threads) { throw .invalidSetting("invalid thread count \(threads): must be 1...16") }
         guard (0...2).contains(screenContentMode) else { throw .invalidSetting("invalid screen-content mode \(screenContentMode): must be 0, 1 or 2") }
+        guard (1...2).contains(temporalLayers) else { throw .invalidSetting("invalid temporal layer count \(temporalLayers): must be 1 or 2") }
+        guard (10...90).contains(baseLayerPercent) else { throw .invalidSetting("invalid base-layer share \(baseLayerPercent) %: must be 10...90") }
     }
 
     /// The thread policy: WebRTC's for VP8 (`LibvpxVp8Encoder::NumberOfThreads`:

@@ -108,6 +108,25 @@ public struct RefreshSchedule {
         try changed.withUnsafeMutableBufferPointer { try body($0.baseAddress!) }
     }
 
+    /// Marks as changed each macroblock of this schedule's picture that
+    /// covers one `source` marks in its picture, `scale` times as wide and
+    /// high (a lower simulcast layer takes the whole picture's damage).
+    mutating func takeDamage(from source: RefreshSchedule, scale: Double) {
+        // The source macroblocks under one of ours, along one axis.
+        func span(_ block: Int, _ limit: Int) -> ClosedRange<Int> {
+            let first = min(limit - 1, Int(Double(block * 16) * scale) / 16)
+            return first...min(limit - 1, max(first, (Int((Double(block * 16 + 16) * scale).rounded(.up)) - 1) / 16))
+        }
+        for row in 0..<rows {
+            let sourceRows = span(row, source.rows)
+            for column in 0..<columns {
+                let sourceColumns = span(column, source.columns)
+                let marked = sourceRows.contains { r in sourceColumns.contains { source.changed[r * source.columns + $0] != 0 } }
+                changed[row * columns + column] = marked ? 1 : 0
+            }
+        }
+    }
+
     /// The plan for a frame whose damage is filled in, `keyframe` when the
     /// encoder will make a keyframe of it.
     public mutating func plan(keyframe: Bool) -> Plan {

@@ -22,8 +22,8 @@ public protocol FrameSink: AnyObject {
     /// that would take silence for a lost stream).
     var wantsIdleRepeats: Bool { get }
 
-    /// Its work between frames at `now`; true when one of its receivers asked for a keyframe.
-    func poll(now: UInt64) -> Bool
+    /// Its work between frames at `now`; the simulcast streams its receivers asked a keyframe on.
+    func poll(now: UInt64) -> KeyframeRequests.Streams
 
     /// Whether one of its receivers cannot ask for a keyframe, so that keyframes come periodically.
     func needsPeriodicKeyframes(now: UInt64) -> Bool
@@ -36,7 +36,7 @@ extension FrameSink {
     public func finish() {}
     public var isLive: Bool { false }
     public var wantsIdleRepeats: Bool { false }
-    public func poll(now: UInt64) -> Bool { false }
+    public func poll(now: UInt64) -> KeyframeRequests.Streams { [] }
     public func needsPeriodicKeyframes(now: UInt64) -> Bool { false }
     public func report(into stats: inout ShareStats) {}
 }

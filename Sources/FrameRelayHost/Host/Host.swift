@@ -82,7 +82,8 @@ public final class Host {
         let claims = try claimAppGroups()
         defer { withExtendedLifetime(claims) {} }
         let files = try openFiles()
-        let janus = try JanusShares(configuration.groups, servers: configuration.janus, secret: configuration.janusSecret, log: log)
+        let janus = try JanusShares(configuration.groups, layers: configuration.shares.map { $0.encoding?.simulcast.streams ?? 1 },
+                                    servers: configuration.janus, secret: configuration.janusSecret, log: log)
         defer { janus.close(log: log) }
         let receivers = makeReceivers(mountpoints: janus.mountpoints)
         let streams = try openStreams(mountpoints: janus.mountpoints)
@@ -160,14 +161,17 @@ public final class Host {
             if mountpoints.indices.contains(index) {
                 let mountpoint = mountpoints[index]
                 let host = mountpoint.host.contains(":") ? "[\(mountpoint.host)]" : mountpoint.host
-                options.destinations.append(try Destination("\(host):\(mountpoint.rtpPort)").withRTCPPort(mountpoint.rtcpPort))
+                let ports = try mountpoint.layerPorts.map { try Destination("\(host):\($0)").withRTCPPort(mountpoint.rtcpPort) }
+                if ports.count > 1 { options.simulcast = ports } else { options.destinations += ports }
                 say("\(share.group): Janus mountpoint \(mountpoint.id) on \(mountpoint.janus)" + (mountpoint.reclaimed ? " (taken back from an earlier host)" : "")
-                    + ", RTP to port \(mountpoint.rtpPort), RTCP to \(mountpoint.rtcpPort)")
+                    + ", RTP to port" + (ports.count > 1 ? "s \(mountpoint.layerPorts.map(String.init).joined(separator: ", ")) (a layer each)" : " \(mountpoint.rtpPort)")
+                    + ", RTCP to \(mountpoint.rtcpPort)")
             }
-            guard share.encoding != nil, !options.destinations.isEmpty else { return nil }
+            guard share.encoding != nil, !(options.destinations + options.simulcast).isEmpty else { return nil }
             let session = try RTPSession(options: options)
-            if let path = share.sdpPath { try OutputFile.write(SDP.vp8(ssrc: session.ssrc, destination: options.destinations[0]), to: path) }
-            say("\(share.group): RTP to " + options.destinations.map(\.description).joined(separator: ", ") + ", SSRC \(session.ssrc), RTCP on port \(session.rtcpPort)")
+            if let path = share.sdpPath, let first = options.destinations.first { try OutputFile.write(SDP.vp8(ssrc: session.ssrc, destination: first), to: path) }
+            let ssrcs = session.ssrcs.count > 1 ? "SSRCs \(session.ssrcs.map(String.init).joined(separator: ", ")) (a layer each)" : "SSRC \(session.ssrc)"
+            say("\(share.group): RTP to " + (options.simulcast + options.destinations).map(\.description).joined(separator: ", ") + ", \(ssrcs), RTCP on port \(session.rtcpPort)")
             return session
         }
     }

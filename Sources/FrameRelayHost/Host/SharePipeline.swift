@@ -17,6 +17,8 @@ public final class SharePipeline {
         /// Encode every frame whole, as a camera pipeline does, instead of
         /// only what changed (``RefreshSchedule``): for comparisons.
         public var encodeEveryFrame = false
+        /// The simulcast layers (one: the whole picture alone).
+        public var simulcast = Simulcast(layers: 1)
         public init() {}
     }
 
@@ -44,7 +46,7 @@ public final class SharePipeline {
         // Parallel BGRA conversion only when this share has the machine to itself.
         let cores = Processor.onlineCount
         let converter = FrameConverter(maxSize: options.maxSize, bands: FrameConverter.bands(concurrentEncoders: options.settings.concurrentEncoders, cores: cores))
-        encoder = try ContentAwareEncoder(settings: options.settings, converter: converter, encodeEveryFrame: options.encodeEveryFrame)
+        encoder = try ContentAwareEncoder(settings: options.settings, simulcast: options.simulcast, converter: converter, encodeEveryFrame: options.encodeEveryFrame)
         let writer = try recorder ?? options.recordPath.map { path throws(RecordingError) in try ShareRecording.open(path, frameRate: options.settings.frameRate) }
         self.recorder = writer.map(ShareRecording.init)
         self.sinks = [self.recorder].compactMap { $0 } + sinks
@@ -72,7 +74,8 @@ public final class SharePipeline {
         // The keyframe policy's input, as a value: whether some receiver cannot ask for a keyframe.
         let periodicKeyframes = sinks.contains { $0.needsPeriodicKeyframes(now: frame.timing.taken) }
         let result = try encoder.encode(frame.view, periodicKeyframes: periodicKeyframes, repeatWhenIdle: wantsIdleRepeats) { packet in
-            if encoded == 0 { encoded = MonotonicClock.now() }
+            // The top layer's (or, when it skipped, a lower one's) time.
+            if encoded == 0 || packet.isTopLayer { encoded = MonotonicClock.now() }
             for sink in sinks { sink.deliver(packet, captureTime: captureTime, timing: &timing) }
         }
         timing.converted = result.converted
@@ -88,11 +91,11 @@ public final class SharePipeline {
     private var wantsIdleRepeats: Bool { sinks.contains(where: \.wantsIdleRepeats) }
 
     /// Each output's work between frames (feedback answered, reports due);
-    /// true when one of their receivers asked for a keyframe.
-    public func pollOutputs(now: UInt64) -> Bool {
-        var keyframe = false
-        for sink in sinks where sink.poll(now: now) { keyframe = true }
-        return keyframe
+    /// the simulcast streams their receivers asked a keyframe on.
+    public func pollOutputs(now: UInt64) -> KeyframeRequests.Streams {
+        var streams: KeyframeRequests.Streams = []
+        for sink in sinks { streams.formUnion(sink.poll(now: now)) }
+        return streams
     }
 
     /// The outputs' figures (the RTP stream's), and the encoder's, into the share's statistics.
@@ -102,8 +105,13 @@ public final class SharePipeline {
         for sink in sinks { sink.report(into: &stats) }
     }
 
-    /// Makes the next frame a keyframe.
-    public func requestKeyframe() { encoder.requestKeyframe() }
+    /// Makes the next frame a keyframe on `streams` (simulcast layers).
+    public func requestKeyframe(on streams: KeyframeRequests.Streams = .all) {
+        let top = encoder.simulcast.streams - 1
+        for stream in 0...top where streams.contains(.stream(stream)) || (stream == top && streams.contains(.top)) {
+            encoder.requestKeyframe(stream: stream)
+        }
+    }
 
     /// Closes the outputs (the recording writes its frame count).
     public func finish() {
@@ -123,12 +131,14 @@ public struct EncodeStats: Sendable, Codable {
     public var repeated: UInt64 = 0
     /// Frames the producer said where they changed (``FrameMetadata/changed``): converted and compared only there.
     public var located: UInt64 = 0
-    /// Empty frames sent once a second while the screen is still (``ContentAwareEncoder/idleRepeatInterval``).
+    /// Empty frames sent once a second (twice with layers) while the screen is still (``ContentAwareEncoder/idleRepeatInterval``).
     public var idleRepeats: UInt64 = 0
     /// Macroblocks coded in the partial frames, all together.
     public var activeMacroblocks: UInt64 = 0
     /// Macroblocks still refining after the last frame.
     public var refining = 0
+    /// Each simulcast layer's figures, smallest first (the fields above are the top layer's).
+    public var layers: [LayerStats] = []
     public var bytes: UInt64 = 0
     public var width = 0
     public var height = 0

@@ -83,9 +83,9 @@ public final class ShareReceiver: @unchecked Sendable {
         while !shouldStop() {
             let event = try host.next(timeoutNanoseconds: idleTimeout)
             let polled = MonotonicClock.now()
-            if pipeline?.pollOutputs(now: polled) == true { keyframes.ask(.receiver) }
-            if let reasons = keyframes.take(now: polled) {
-                pipeline?.requestKeyframe()
+            if let streams = pipeline?.pollOutputs(now: polled), !streams.isEmpty { keyframes.ask(.receiver, on: streams) }
+            if let (reasons, streams) = keyframes.take(now: polled) {
+                pipeline?.requestKeyframe(on: streams)
                 if reasons.contains(.receiver) { record("keyframe-request", "PLI or FIR from a receiver") }
             }
             switch event {

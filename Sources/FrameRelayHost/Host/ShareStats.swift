@@ -43,6 +43,8 @@ public struct ShareStats: Sendable, Codable {
     public var encoded: EncodeStats?
     /// The RTP stream's figures, when the host streams.
     public var transport: TransportStats?
+    /// Each simulcast stream's, smallest first, when the share sends several.
+    public var streams: [TransportStats] = []
     /// The recording's figures, when the share records (`--record`).
     public var recording: RecordingStats?
     /// The Janus mountpoint the share streams into (`--janus`).

@@ -25,7 +25,8 @@ public final class ShareRecording: FrameSink {
     }
 
     public func deliver(_ frame: EncodedFrame, captureTime: UInt64, timing: inout FrameTiming) {
-        guard let writer else { return }
+        // The whole picture only: a lower simulcast layer is for narrow links.
+        guard let writer, frame.isTopLayer else { return }
         if !sizeWritten {
             writer.setDimensions(width: frame.width, height: frame.height)
             sizeWritten = true

@@ -13,14 +13,47 @@ public struct FrameTiming: Sendable, Codable, Equatable {
     public var sent: UInt64 = 0
     /// The VP8 PictureID it was sent with over RTP (none when it was not).
     public var pictureID: UInt16?
+    /// With simulcast streams, what each one sent of it (smallest first; none when it sent nothing).
+    public var streams = SentStreams()
     public init() {}
 
-    /// One line of a `--trace` file (JSON, newline-terminated).
+    /// One line of a `--trace` file (JSON, newline-terminated); with
+    /// simulcast streams, `streams` lists each one's `[stream, PictureID,
+    /// width, keyframe]`.
     public func jsonLine(share: String) -> String {
-        "{\"share\":\"\(share)\",\"frame\":\(frame),\(shows.map { "\"shows\":\($0)," } ?? "")\"captured\":\(captured),\"published\":\(published),"
+        let streams = self.streams.sent.map { "[\($0.stream),\($0.picture),\($0.width),\($0.keyframe ? 1 : 0)]" }
+        return "{\"share\":\"\(share)\",\"frame\":\(frame),\(shows.map { "\"shows\":\($0)," } ?? "")\"captured\":\(captured),\"published\":\(published),"
             + "\"taken\":\(taken),\"converted\":\(converted),\"encoded\":\(encoded),\"sent\":\(sent)"
-            + (pictureID.map { ",\"picture\":\($0)}\n" } ?? "}\n")
+            + (pictureID.map { ",\"picture\":\($0)" } ?? "") + (streams.isEmpty ? "" : ",\"streams\":[\(streams.joined(separator: ","))]") + "}\n"
     }
+}
+
+/// What each simulcast stream sent of one frame, in a fixed size (the
+/// trace's ring allocates nothing per frame).
+public struct SentStreams: Sendable, Codable, Equatable {
+    public struct Sent: Sendable, Codable, Equatable {
+        public var stream: Int
+        public var picture: UInt16
+        public var width: Int
+        public var keyframe: Bool
+    }
+
+    private var first: Sent?
+    private var second: Sent?
+    private var third: Sent?
+
+    public init() {}
+
+    /// Notes what stream `sent.stream` (0...2) sent.
+    public mutating func record(_ sent: Sent) {
+        switch sent.stream {
+        case 0: first = sent
+        case 1: second = sent
+        default: third = sent
+        }
+    }
+
+    public var sent: [Sent] { [first, second, third].compactMap { $0 } }
 }
 
 /// A single-producer, single-consumer ring of ``FrameTiming``: the share's

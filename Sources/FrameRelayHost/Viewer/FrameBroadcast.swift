@@ -66,7 +66,8 @@ public final class FrameBroadcast: FrameSink, @unchecked Sendable {
 
     /// Appends the frame for the viewers (a sink of the share's pipeline).
     public func deliver(_ frame: EncodedFrame, captureTime: UInt64, timing: inout FrameTiming) {
-        append(frame)
+        // The whole picture only: a lower simulcast layer is for narrow links.
+        if frame.isTopLayer { append(frame) }
     }
 
     /// The viewers wait on the share between frames.

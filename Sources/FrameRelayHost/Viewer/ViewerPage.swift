@@ -23,9 +23,13 @@ enum ViewerPage {
     /// The subscriber's `FreezeDetector` in JavaScript, line for line (`Resources/freeze-rule.js`).
     static let freezeRule = String(decoding: PackageResources.freeze_rule_js, as: UTF8.self)
 
-    /// The page as a file: the shares' menu and the freeze rule go in at their marks.
+    /// The subscriber's `LayerRule` in JavaScript, line for line (`Resources/layer-rule.js`).
+    static let layerRule = String(decoding: PackageResources.layer_rule_js, as: UTF8.self)
+
+    /// The page as a file: the shares' menu and the rules go in at their marks.
     private static let template = String(decoding: PackageResources.viewer_html, as: UTF8.self)
         .replacing("//@include freeze-rule.js\n", with: freezeRule)
+        .replacing("//@include layer-rule.js\n", with: layerRule)
 
     /// The page for these shares (their App Groups, in order, in its menu).
     static func html(shares: [String]) -> String {

@@ -97,7 +97,7 @@ public final class ViewerServer: Sendable {
             _ = connection.startStream(contentType: "video/x-ivf")
             return
         }
-        share.keyframes.ask(.viewer)
+        share.keyframes.ask(.viewer, on: .top)
         guard let first = waitForKeyframe(share.broadcast, after: share.broadcast.count) else {
             connection.respond(status: "503 Service Unavailable", contentType: "text/plain", body: Array("no stream yet\n".utf8))
             return
@@ -113,7 +113,7 @@ public final class ViewerServer: Sendable {
                 got = try share.broadcast.read(next, into: &frame)
             } catch {
                 // Fell behind: start again from a new keyframe.
-                share.keyframes.ask(.viewer)
+                share.keyframes.ask(.viewer, on: .top)
                 guard let resync = waitForKeyframe(share.broadcast, after: share.broadcast.count) else { return }
                 next = resync
                 continue
@@ -163,7 +163,7 @@ public final class ViewerServer: Sendable {
         // keyframes) or holds none, a new keyframe is asked for and waited for.
         if let picture = decodeFromNewestKeyframe(share.broadcast) { return try? JPEGEncoder(quality: 85).jpeg(of: picture) }
         let before = share.broadcast.startSequence
-        share.keyframes.ask(.viewer)
+        share.keyframes.ask(.viewer, on: .top)
         let deadline = MonotonicClock.now() + 2_000_000_000
         while share.broadcast.startSequence == before, MonotonicClock.now() < deadline { usleep(10_000) }
         guard share.broadcast.startSequence != before, let picture = decodeFromNewestKeyframe(share.broadcast) else { return nil }

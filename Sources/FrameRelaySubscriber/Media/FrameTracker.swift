@@ -7,6 +7,14 @@ import FrameRelayRTP
 /// a keyframe refers to none), and a frame missing for longer than NACK can
 /// bring it puts the decoder in a wait for the next keyframe.
 ///
+/// A stream of temporal layers (RFC 7741's TID and TL0PICIDX) is followed
+/// as libwebrtc's VP8 reference finder follows it: a base-layer frame
+/// refers to the base-layer frame before it (TL0PICIDX one less), a frame
+/// above refers to the base-layer frame of its TL0PICIDX (and, without Y,
+/// to the frame before it), so a frame of an upper layer that never comes
+/// (Janus drops them for a viewer of the base layer alone, or it was lost)
+/// is no frame the decoder waits for.
+///
 /// No payload is kept: a slot per sequence number holds what the packet
 /// said about its frame, so hundreds of subscribers cost a few kilobytes each.
 struct FrameTracker {
@@ -23,6 +31,10 @@ struct FrameTracker {
         var keyframe = false
         var pictureID: UInt16 = 0
         var hasPictureID = false
+        var temporalLayer: VP8TemporalLayer?
+        var baseLayerIndex: UInt8?
+        /// A keyframe's width, on its first packet.
+        var width = 0
         /// The frame it belongs to was already completed.
         var consumed = false
         var arrival: UInt64 = 0
@@ -35,6 +47,10 @@ struct FrameTracker {
         var timestamp: UInt32
         var pictureID: UInt16?
         var keyframe: Bool
+        var temporalLayer: VP8TemporalLayer? = nil
+        var baseLayerIndex: UInt8? = nil
+        /// A keyframe's width (0 for other frames).
+        var width = 0
         /// When its first packet arrived and when it became whole (ns).
         var firstArrival: UInt64
         var completed: UInt64
@@ -57,6 +73,8 @@ struct FrameTracker {
     /// The last frame taken: its timestamp, and its PictureID.
     private var lastTimestamp: UInt32?
     private var lastPicture: UInt16?
+    /// The TL0PICIDX of the last base-layer frame taken (a stream of temporal layers).
+    private var lastBase: UInt8?
     private(set) var counts = Counts()
 
     struct Counts: Equatable, Codable, Sendable {
@@ -88,8 +106,15 @@ struct FrameTracker {
         }
         slots[index] = Slot(present: true, sequence: sequence, timestamp: timestamp, marker: marker, starts: descriptor.startsFrame,
                             keyframe: descriptor.keyframe, pictureID: descriptor.pictureID ?? 0, hasPictureID: descriptor.pictureID != nil,
-                            consumed: false, arrival: now)
+                            temporalLayer: descriptor.temporalLayer, baseLayerIndex: descriptor.baseLayerIndex,
+                            width: descriptor.keyframe ? Self.keyframeWidth(payload, at: descriptor.dataOffset) : 0, consumed: false, arrival: now)
         if let frame = wholeFrame(containing: sequence, now: now) { complete(frame, now: now, into: &events) }
+    }
+
+    /// The width a keyframe's header declares (RFC 6386 §9.1: after the start code, 14 bits), 0 when cut short.
+    private static func keyframeWidth(_ payload: UnsafeRawBufferPointer, at offset: Int) -> Int {
+        guard payload.count >= offset + 8, payload[offset + 3] == 0x9d, payload[offset + 4] == 0x01, payload[offset + 5] == 0x2a else { return 0 }
+        return Int(payload[offset + 6]) | Int(payload[offset + 7] & 0x3f) << 8
     }
 
     /// The frame `sequence` belongs to, when every packet of it is here and it was not completed before.
@@ -120,7 +145,8 @@ struct FrameTracker {
         for offset in 0..<packets { slots[Int(first &+ UInt16(offset)) % Self.capacity].consumed = true }
         let start = slots[Int(first) % Self.capacity]
         return Frame(firstSequence: first, packets: packets, timestamp: timestamp, pictureID: start.hasPictureID ? start.pictureID : nil,
-                     keyframe: start.keyframe, firstArrival: firstArrival, completed: now)
+                     keyframe: start.keyframe, temporalLayer: start.temporalLayer, baseLayerIndex: start.baseLayerIndex, width: start.width,
+                     firstArrival: firstArrival, completed: now)
     }
 
     private mutating func complete(_ frame: Frame, now: UInt64, into events: inout [Event]) {
@@ -132,19 +158,31 @@ struct FrameTracker {
             emit(frame, now: now, into: &events)
             return
         }
-        if let next = expected {
-            let ahead = (picture &- next) & 0x7FFF
-            if ahead == 0 || (ahead < 0x4000 && frame.keyframe) {
-                emit(frame, now: now, into: &events)
-            } else if ahead < 0x4000 {
-                hold(frame, now: now)
-            }
-            // Behind what the decoder took: too late to matter.
-        } else if frame.keyframe {
-            emit(frame, now: now, into: &events)
-        } else {
-            hold(frame, now: now)
+        _ = picture
+        switch readiness(of: frame) {
+        case .now: emit(frame, now: now, into: &events)
+        case .later: hold(frame, now: now)
+        case .never: break  // Behind what the decoder took: too late to matter.
         }
+    }
+
+    private enum Readiness { case now, later, never }
+
+    /// Whether the decoder could take `frame` now, once an earlier frame comes, or never.
+    private func readiness(of frame: Frame) -> Readiness {
+        guard let picture = frame.pictureID else { return .never }
+        guard let next = expected else { return frame.keyframe ? .now : .later }
+        let ahead = (picture &- next) & 0x7FFF
+        guard ahead < 0x4000 else { return .never }
+        if frame.keyframe { return .now }
+        if let layer = frame.temporalLayer, let index = frame.baseLayerIndex, let base = lastBase {
+            // How far its base-layer frame is past the last one taken (0: that one).
+            let step = index &- base
+            if layer.id == 0 { return step == 1 ? .now : step == 0 || step >= 128 ? .never : .later }
+            if step == 0 { return layer.sync || ahead == 0 ? .now : .later }
+            return step < 128 ? .later : .never
+        }
+        return ahead == 0 ? .now : .later
     }
 
     /// Keeps a whole frame until the one before it is taken.
@@ -164,17 +202,22 @@ struct FrameTracker {
             lastTimestamp = frame.timestamp
             events.append(.decodable(frame, at: now))
             guard let picture = frame.pictureID else { return }
-            // Frames between the last one taken and this one never will be.
-            if let last = lastPicture {
+            if let index = frame.baseLayerIndex, frame.temporalLayer?.id == 0 || frame.keyframe {
+                // Base-layer frames between the last one taken and this one never will be (frames above it are no loss).
+                if let base = lastBase, !frame.keyframe || (index &- base) < 128 { counts.framesSkipped += UInt64((index &- base &- 1) & 0x7F) }
+                lastBase = index
+            } else if frame.temporalLayer == nil, let last = lastPicture {
+                // Frames between the last one taken and this one never will be.
                 let gap = (picture &- last &- 1) & 0x7FFF
                 if gap < 0x4000 { counts.framesSkipped += UInt64(gap) }
             }
             lastPicture = picture
-            let next = (picture &+ 1) & 0x7FFF
-            expected = next
-            // Held frames at or before this one are no longer needed (a keyframe jumped past them).
-            for id in pending.keys where (next &- id) & 0x7FFF != 0 && (next &- id) & 0x7FFF < 0x4000 { pending[id] = nil }
-            guard let following = pending.removeValue(forKey: next) else { break }
+            expected = (picture &+ 1) & 0x7FFF
+            // Held frames the decoder has gone past are no longer needed (a keyframe jumped past them); the next one it can take, in order.
+            for (id, held) in pending where readiness(of: held) == .never { pending[id] = nil }
+            let ready = pending.values.filter { readiness(of: $0) == .now }
+            guard let following = ready.min(by: { ($0.pictureID! &- expected!) & 0x7FFF < ($1.pictureID! &- expected!) & 0x7FFF }) else { break }
+            pending[following.pictureID!] = nil
             frame = following
         }
         waitingSince = pending.isEmpty ? nil : now

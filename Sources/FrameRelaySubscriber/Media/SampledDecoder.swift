@@ -11,8 +11,17 @@ final class SampledDecoder {
     private let decoder: VP8Decoder
     private(set) var decoded: UInt64 = 0
     private(set) var errors: UInt64 = 0
-    /// (PictureID, stamp, when decoded) of each decoded picture whose stamp was readable.
-    private(set) var stamps: [(picture: UInt16, stamp: UInt64, at: UInt64)] = []
+    /// (PictureID, stamp, when decoded) of each decoded picture whose stamp
+    /// was readable: read as the stamped picture, and as one scaled down 2
+    /// and 4 times (a lower simulcast layer's; which one it was, the host's
+    /// trace says: ``HostTrace/anchors(of:keyframes:)``).
+    private(set) var stamps: [(picture: UInt16, stamp: Scaled, at: UInt64)] = []
+
+    /// A stamp read at each scale a simulcast layer may have (1, 2, 4).
+    struct Scaled: Equatable {
+        var reads: [UInt64?]
+        func at(scale: Int) -> UInt64? { scale == 1 ? reads[0] : scale == 2 ? reads[1] : scale == 4 ? reads[2] : nil }
+    }
 
     init() throws(CodecError) { decoder = try VP8Decoder() }
 
@@ -30,11 +39,9 @@ final class SampledDecoder {
         let bytes = payloads.assemble(whole)
         let ok = decoder.decode(bytes) { picture in
             decoded += 1
-            if let id = frame.pictureID,
-                let stamp = FrameStamp.read(luma: picture.luma, stride: picture.lumaStride, width: picture.width, height: picture.height)
-            {
-                stamps.append((id, stamp, now))
-            }
+            guard let id = frame.pictureID else { return }
+            let reads = [1, 2, 4].map { FrameStamp.read(luma: picture.luma, stride: picture.lumaStride, width: picture.width, height: picture.height, scale: $0) }
+            if reads[0] != nil { stamps.append((id, Scaled(reads: reads), now)) }
         }
         if !ok { errors += 1 }
     }

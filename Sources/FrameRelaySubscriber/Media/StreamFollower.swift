@@ -20,6 +20,8 @@ package final class StreamFollower {
     private(set) var mediaSSRC: UInt32?
     /// Each decodable frame's PictureID and when it became decodable (for latency against the host's trace).
     private(set) var frames: [(picture: UInt16, at: UInt64)] = []
+    /// Each decodable keyframe's PictureID, width and time: where a simulcast viewer's PictureIDs are anchored (``HostTrace/anchors(of:keyframes:)``).
+    private(set) var keyframes: [(picture: UInt16, width: Int, at: UInt64)] = []
     /// When the first and the last media packet came, the first decodable frame, and media bytes.
     private(set) var firstPacket: UInt64?
     private(set) var lastPacket: UInt64?
@@ -30,6 +32,8 @@ package final class StreamFollower {
     private var keyframeWaited: UInt64 = 0
     /// A frame was given up on since the last time this was read: ask for a keyframe now.
     private(set) var lostFrame = false
+    /// Which simulcast layer to watch, from what this stream shows of the link (nil: the mountpoint has one layer).
+    var layerRule: LayerRule?
 
     package init(payloadType: Int, retransmissionPayloadType: Int?, decodes: Bool, expectedFrames: Int) throws(SubscriberError) {
         self.payloadType = payloadType
@@ -72,7 +76,10 @@ package final class StreamFollower {
         tracker.insert(sequence: sequence, timestamp: header.timestamp, marker: header.marker, payload: payload, now: now, into: &events)
         guard tracker.counts.duplicates + tracker.counts.malformed == before else { return true }
         // A frame came whole (its packets share this timestamp): the host sent it, shown or not.
-        if tracker.counts.framesComplete > complete { freezes.receivedWhole(timestamp: header.timestamp) }
+        if tracker.counts.framesComplete > complete {
+            freezes.receivedWhole(timestamp: header.timestamp)
+            layerRule?.frame(at: Double(now) / 1e6, timestamp: header.timestamp)
+        }
         missing.received(sequence, retransmitted: retransmitted, now: now)
         decoder?.keep(payload, sequence: sequence, timestamp: header.timestamp, marker: header.marker)
         handleEvents(now: now)
@@ -89,11 +96,13 @@ package final class StreamFollower {
                     keyframeWaitStarted = nil
                 }
                 if let picture = frame.pictureID, frames.count < frames.capacity { frames.append((picture, at)) }
+                if frame.keyframe, let picture = frame.pictureID, keyframes.count < 4096 { keyframes.append((picture, frame.width, at)) }
                 _ = freezes.frame(at: at, timestamp: frame.timestamp)
                 decoder?.decode(frame, now: at)
             case .keyframeWait:
                 keyframeWaitStarted = now
                 lostFrame = true
+                layerRule?.missed(1)
             }
         }
         events.removeAll(keepingCapacity: true)
@@ -114,6 +123,12 @@ package final class StreamFollower {
         return tracker.waitingSinceTime.map { $0 + patience + 1_000_000 }
     }
 
+    /// The layer to move to at `now`, when the rule steps (``LayerRule/tick(now:expected:lost:)``).
+    func layerStep(now: UInt64) -> LayerRule.Layer? {
+        let expected = missing.expected
+        return layerRule?.tick(now: Double(now) / 1e6, expected: expected, lost: expected - min(expected, missing.counts.received))
+    }
+
     /// Whether a keyframe is wanted: frames come but none can be decoded before one.
     var wantsKeyframe: Bool { tracker.awaitingKeyframe && (keyframeWaitStarted != nil || tracker.counts.framesComplete > 0) }
 
@@ -130,7 +145,7 @@ package final class StreamFollower {
     func reportBlock(now: UInt64) -> ReceptionStatistics.Block? { reception?.block(now: now) }
 
     /// The stamps its decoder read (PictureID, stamp, when), when it decodes.
-    var stamps: [(picture: UInt16, stamp: UInt64, at: UInt64)] { decoder?.stamps ?? [] }
+    var stamps: [(picture: UInt16, stamp: SampledDecoder.Scaled, at: UInt64)] { decoder?.stamps ?? [] }
 
     /// Writes the stream's figures into `stats` (ending any keyframe wait at `now`).
     package func fill(_ stats: inout SubscriberStats, now: UInt64) {

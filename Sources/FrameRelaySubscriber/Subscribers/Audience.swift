@@ -15,6 +15,9 @@ public final class Audience {
     /// Each joined viewer's Janus session, with its group.
     private var sessions: [(group: Int, viewer: JanusViewer)] = []
     private var groupErrors: [Int: String] = [:]
+    /// Each group's mountpoint's simulcast layers, asked of Janus at its first join.
+    private var groupLayers: [Int: Int] = [:]
+    private let layerRequests = LayerRequests()
     private var joinedAt: [Int: [Double]] = [:]
     /// Janus ends a session silent for 60 s.
     static let keepaliveInterval: UInt64 = 25_000_000_000
@@ -53,6 +56,10 @@ public final class Audience {
             MonotonicClock.sleep(nanoseconds: min(100_000_000, end &- MonotonicClock.now()))
             // Every viewer has stopped (Janus died, its mountpoints went): nothing is left to watch.
             if loop.ended.load(ordering: .relaxed) >= joined { break }
+            // The layers viewers stepped to, asked of Janus (a failure is the next keepalive's to say).
+            for (session, layer) in layerRequests.take() where janusGone[sessions[session].viewer.api.url.description] == nil {
+                try? sessions[session].viewer.configure(substream: layer.substream, temporal: layer.temporal, timeout: 1)
+            }
             if MonotonicClock.now() >= nextKeepalive {
                 nextKeepalive += Self.keepaliveInterval
                 // One after another, each within what is left of the watch: a slow Janus cannot stretch --duration.
@@ -124,10 +131,20 @@ public final class Audience {
         let api = JanusAPI(url: group.janus)
         do {
             let viewer = try JanusViewer(api: api)
+            let layers: Int
+            do {
+                layers = try groupLayers[index] ?? viewer.layers(of: group.mountpoint)
+            } catch {
+                viewer.destroy()
+                throw error
+            }
+            groupLayers[index] = layers
+            // A viewer of several layers starts on the rule's first rung: the smallest, at its full rate.
+            let first = LayerRule(layers: max(1, layers), now: 0).layer
             let watchedAt = MonotonicClock.now()
             let offer: JanusOffer
             do {
-                offer = try JanusOffer(parsing: try viewer.watch(group.mountpoint))
+                offer = try JanusOffer(parsing: try viewer.watch(group.mountpoint, layer: layers > 1 ? (first.substream, first.temporal) : nil))
             } catch {
                 viewer.destroy()
                 throw error
@@ -152,7 +169,8 @@ public final class Audience {
                 throw SubscriberError.system("getsockname of a viewer's socket failed")
             }
             let subscriber = try Subscriber(group: index, socket: socket, localAddress: bound, offer: offer, context: context, link: group.link,
-                                            decodes: decodes, watchedAt: watchedAt, expectedFrames: expectedFrames)
+                                            decodes: decodes, watchedAt: watchedAt, expectedFrames: expectedFrames,
+                                            layers: layers, session: sessions.count, layerRequests: layerRequests)
             loop.add(subscriber)
             do {
                 try viewer.start(answer: offer.answer(ufrag: subscriber.ufrag, password: subscriber.password, fingerprint: context.fingerprint,
@@ -204,13 +222,14 @@ public final class Audience {
             result.subscribers.append(member.stats)
             viewerSeconds += Double(now - member.watchedAt) / 1e9
             if let trace {
+                let anchors = trace.anchors(of: group.share, keyframes: member.stream.keyframes)
                 for (picture, at) in member.stream.frames {
-                    if let sent = trace.frame(of: group.share, picture: picture, before: at) { latency.record(at - sent.captured) }
+                    if let found = trace.frame(of: group.share, picture: picture, at: at, anchors: anchors) { latency.record(at - found.sent.captured) }
                 }
                 for (picture, stamp, at) in member.stream.stamps {
                     // A frame the trace does not hold yet (the host writes it a few times a second) is not checked.
-                    guard let sent = trace.frame(of: group.share, picture: picture, before: at) else { continue }
-                    if sent.stamp == stamp { result.picturesMatched += 1 } else { result.picturesMismatched += 1 }
+                    guard let found = trace.frame(of: group.share, picture: picture, at: at, anchors: anchors) else { continue }
+                    if found.sent.stamp == stamp.at(scale: found.scale) { result.picturesMatched += 1 } else { result.picturesMismatched += 1 }
                 }
             }
         }

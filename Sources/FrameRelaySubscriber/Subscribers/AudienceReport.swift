@@ -101,5 +101,7 @@ extension SubscriberStats {
         linkLostOut += other.linkLostOut
         linkQueueDrops += other.linkQueueDrops
         linkBufferDrops += other.linkBufferDrops
+        layerMs.merge(other.layerMs, uniquingKeysWith: +)
+        layerSwitches += other.layerSwitches
     }
 }

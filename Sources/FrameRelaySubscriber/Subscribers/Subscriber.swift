@@ -49,9 +49,21 @@ final class Subscriber {
     /// and its ICE checks: nothing at all for this long means it is gone.
     static let silenceLimit: UInt64 = 5_000_000_000
 
+    /// Where it asks for another simulcast layer (the joining thread sends the `configure`), and its place there.
+    private let layerRequests: LayerRequests?
+    let session: Int
+    /// Since when it watches its layer.
+    private var layerSince: UInt64
+
+    /// `layers`: the mountpoint's simulcast layers (one: no choosing);
+    /// the viewer watches ``LayerRule``'s first rung from `watchedAt`.
     init(group: Int, socket: consuming Socket, localAddress: SocketAddress, offer: JanusOffer, context: DTLSContext,
-         link: LinkConditions, decodes: Bool, watchedAt: UInt64, expectedFrames: Int) throws(SubscriberError) {
+         link: LinkConditions, decodes: Bool, watchedAt: UInt64, expectedFrames: Int,
+         layers: Int = 1, session: Int = 0, layerRequests: LayerRequests? = nil) throws(SubscriberError) {
         self.group = group
+        self.session = session
+        self.layerRequests = layers > 1 ? layerRequests : nil
+        layerSince = watchedAt
         self.socket = socket
         self.localAddress = localAddress
         self.offer = offer
@@ -68,6 +80,17 @@ final class Subscriber {
         ssrcs = SSRCFilter(offered: offer.ssrcs)
         stats.decodes = decodes
         asking.reserveCapacity(Self.nackBatch)
+        if layers > 1 {
+            stream.layerRule = LayerRule(layers: layers, now: Double(watchedAt) / 1e6)
+            stats.layer = stream.layerRule?.layer.description
+        }
+    }
+
+    /// Adds the time since the last step to the layer watched.
+    private func countLayerTime(now: UInt64) {
+        guard let layer = stats.layer else { return }
+        stats.layerMs[layer, default: 0] += Double(now &- layerSince) / 1e6
+        layerSince = now
     }
 
     deinit { scratch.deallocate() }
@@ -282,6 +305,12 @@ final class Subscriber {
                 next = min(next, now + 10_000_000)
             }
             if let due = stream.tick(now: now) { next = min(next, due) }
+            if let step = stream.layerStep(now: now), let layerRequests {
+                countLayerTime(now: now)
+                stats.layer = step.description
+                stats.layerSwitches += 1
+                layerRequests.ask(session: session, step)
+            }
             // No keyframe yet while frames come, or a keyframe waited for: ask (again) every half second.
             if stream.wantsKeyframe || stream.takeLostFrame() {
                 sendPLI(now: now)
@@ -301,6 +330,7 @@ final class Subscriber {
     /// Says goodbye to Janus's DTLS (close_notify) and fills in the final figures.
     func finish(now: UInt64) {
         dtls.close { send($0, now: now) }
+        countLayerTime(now: now)
         stream.fill(&stats, now: now)
         stats.firstPacketMs = stream.firstPacket.map { Double($0 - watchedAt) / 1e6 }
         stats.firstFrameMs = stream.firstFrame.map { Double($0 - watchedAt) / 1e6 }

@@ -53,6 +53,10 @@ public struct SubscriberStats: Codable, Sendable, Equatable {
     public var linkBufferDrops: UInt64 = 0
     /// The smoothed round trip from a NACK to the packet it brought (ms).
     public var nackRoundTripMs: Double?
+    /// On a simulcast mountpoint: the time at each layer ("substream/temporal": ms), the layer last watched, and the switches asked of Janus.
+    public var layerMs: [String: Double] = [:]
+    public var layer: String?
+    public var layerSwitches: UInt64 = 0
 
     public init() {}
 

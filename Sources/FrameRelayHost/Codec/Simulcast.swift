@@ -1,0 +1,72 @@
+import FrameRelayFrames
+
+/// How a share is encoded in simulcast layers, so that each viewer (Janus
+/// forwards each one its substream) gets the picture its link carries: the
+/// whole picture on top, and below it layers of half the width and height
+/// of the one above, each VP8 with two temporal layers. With one layer the
+/// stream is the whole picture alone, with no temporal layers.
+public struct Simulcast: Sendable, Equatable {
+    /// The most layers (Janus's substreams 0, 1, 2).
+    public static let maxLayers = 3
+    /// No layer narrower or lower than this.
+    public static let minimumSide = 64
+    /// With the layer count left to the host, the picture's width from which it sends a lower layer.
+    public static let automaticWidth = 640
+    /// A lower layer's bitrate: a quarter of the one above, at least this (LiveKit's rule for a screen share's half-size layer).
+    public static let minimumLowerBitrate = 150
+
+    /// Layers asked for, 1...3; nil: 2, the lower one sent only where the picture is at least ``automaticWidth`` wide.
+    public var layers: Int?
+    /// Each layer's bitrate in kbit/s, smallest first; nil: the top layer's is
+    /// the share's bitrate and each below it max(``minimumLowerBitrate``, a quarter of the one above).
+    public var bitrates: [Int]?
+
+    public init(layers: Int? = nil, bitrates: [Int]? = nil) {
+        self.layers = layers
+        self.bitrates = bitrates
+    }
+
+    /// Streams the share has room for (a Janus mountpoint's ports), smallest first.
+    public var streams: Int { layers ?? 2 }
+
+    /// Throws a ``CodecError`` naming what is out of range.
+    public func validate() throws(CodecError) {
+        if let layers, !(1...Self.maxLayers).contains(layers) {
+            throw .invalidSetting("invalid layer count \(layers): must be 1...\(Self.maxLayers)")
+        }
+        if let bitrates {
+            guard bitrates.count == streams else {
+                throw .invalidSetting("\(bitrates.count) layer bitrates for \(streams) layers: give one per layer, smallest first")
+            }
+            for rate in bitrates where !(1...100_000).contains(rate) { throw .invalidSetting("invalid layer bitrate \(rate) kbps: must be 1...100000") }
+            guard zip(bitrates, bitrates.dropFirst()).allSatisfy({ $0 < $1 }) else {
+                throw .invalidSetting("layer bitrates \(bitrates.map(String.init).joined(separator: ",")) must rise from the smallest layer to the top")
+            }
+        }
+    }
+
+    /// The layers sent for a `width`×`height` picture, smallest first, each
+    /// with its stream (0 is the smallest the share has room for): each half
+    /// the width and height of the one above, even, none with a side under
+    /// ``minimumSide``, and with the count left to the host none below a
+    /// picture narrower than ``automaticWidth``.
+    public func sizes(width: Int, height: Int) -> [(stream: Int, width: Int, height: Int)] {
+        var sizes = [(stream: streams - 1, width: width, height: height)]
+        let wanted = layers ?? (width >= Self.automaticWidth ? 2 : 1)
+        while sizes.count < wanted {
+            let above = sizes[0]
+            let size = (stream: above.stream - 1, width: above.width / 2 & ~1, height: above.height / 2 & ~1)
+            guard size.width >= Self.minimumSide, size.height >= Self.minimumSide else { break }
+            sizes.insert(size, at: 0)
+        }
+        return sizes
+    }
+
+    /// Stream `stream`'s bitrate when the top one's is `top`.
+    public func bitrate(stream: Int, top: Int) -> Int {
+        if let bitrates { return bitrates[stream] }
+        var rate = top
+        for _ in stream..<(streams - 1) { rate = max(Self.minimumLowerBitrate, rate / 4) }
+        return rate
+    }
+}

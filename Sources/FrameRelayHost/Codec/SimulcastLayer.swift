@@ -1,0 +1,46 @@
+import FrameRelayFrames
+
+/// One simulcast layer of a share's encoding (``Simulcast``): its VP8
+/// encoder (with two temporal layers when the share has several layers),
+/// the macroblocks it codes and refines (``RefreshSchedule``), its
+/// keyframes and its temporal pattern. The picture and its damage are the
+/// whole picture's, scaled down for a lower layer.
+final class SimulcastLayer {
+    /// The stream it goes out on (0: the smallest the share has room for).
+    let stream: Int
+    let isTop: Bool
+    let encoder: VP8Encoder
+    var schedule = RefreshSchedule()
+    var keyframes: KeyframeSchedule
+    var temporal: TemporalPattern
+    let scaler = PictureScaler()
+    /// When it last encoded a frame (its capture time), for the idle repeat.
+    var lastEncodedCapture: UInt64 = 0
+    var stats = LayerStats()
+
+    init(stream: Int, isTop: Bool, settings: VP8Settings) throws {
+        self.stream = stream
+        self.isTop = isTop
+        encoder = try VP8Encoder(settings: settings)
+        keyframes = KeyframeSchedule(interval: settings.keyframeInterval)
+        temporal = TemporalPattern(frameRate: settings.frameRate)
+        stats.stream = stream
+        stats.bitrateKbps = settings.bitrateKbps
+    }
+}
+
+/// What one simulcast layer encoded.
+public struct LayerStats: Sendable, Codable, Equatable {
+    /// Its stream (Janus's substream): 0 is the smallest.
+    public var stream = 0
+    public var width = 0
+    public var height = 0
+    public var bitrateKbps = 0
+    public var frames: UInt64 = 0
+    /// Frames in the base temporal layer (all of them with one temporal layer).
+    public var baseFrames: UInt64 = 0
+    public var keyframes: UInt64 = 0
+    public var bytes: UInt64 = 0
+
+    public init() {}
+}

@@ -1,0 +1,59 @@
+// The subscriber's LayerRule (Sources/FrameRelaySubscriber/Media/LayerRule.swift)
+// in JavaScript, line for line (times in ms): which simulcast substream and
+// temporal layer a viewer watches, from the frames it receives whole, the
+// frames it misses and the packets lost after repair. LayerRuleTests runs it
+// (node) on the sequences the Swift type is tested on. The viewer page includes it.
+class LayerRule {
+  constructor(layers, now) {
+    this.ladder = [];
+    for (let s = 0; s < layers; s++) { this.ladder.push({ substream: s, temporal: 0 }); this.ladder.push({ substream: s, temporal: 1 }); }
+    this.rung = 1; this.hold = LayerRule.firstHold; this.lastSwitch = now; this.lastUp = -Infinity; this.lastTrouble = now;
+    this.nextEvaluation = now + LayerRule.evaluateEvery; this.lastExpected = 0; this.lastLost = 0; this.missing = 0;
+    this.rtpTime = 0; this.lastTimestamp = null; this.floors = []; this.delaySum = 0; this.delayCount = 0; this.lastFrame = now;
+  }
+  get layer() { return this.ladder[this.rung]; }
+  // A frame received whole at `now` with RTP timestamp `timestamp`.
+  frame(now, timestamp) {
+    if (this.lastTimestamp !== null) this.rtpTime += ((timestamp - this.lastTimestamp) | 0) / 90;
+    this.lastTimestamp = timestamp;
+    const delay = now - this.rtpTime, second = Math.floor(now / 1000);
+    const last = this.floors.length ? this.floors[this.floors.length - 1] : null;
+    if (last !== null && last.second === second) {
+      last.delay = Math.min(last.delay, delay);
+    } else {
+      this.floors.push({ second: second, delay: delay });
+      this.floors = this.floors.filter(f => f.second > second - LayerRule.floorSeconds);
+    }
+    this.delaySum += delay - Math.min(...this.floors.map(f => f.delay));
+    this.delayCount++;
+    this.lastFrame = now;
+  }
+  // Frames missed: lost for good, or not shown for want of a keyframe.
+  missed(frames) { this.missing += frames; }
+  // At `now`, with the packets expected and lost after repair so far: the rung to move to, when it changes.
+  tick(now, expected, lost) {
+    if (now < this.nextEvaluation) return null;
+    this.nextEvaluation = now + LayerRule.evaluateEvery;
+    const expectedNow = Math.max(0, expected - this.lastExpected), lostNow = Math.max(0, lost - this.lastLost);
+    this.lastExpected = expected; this.lastLost = lost;
+    const loss = expectedNow > 0 ? lostNow / expectedNow : 0;
+    const delay = this.delayCount > 0 ? this.delaySum / this.delayCount : 0;
+    const trouble = loss > LayerRule.lossLimit || delay > LayerRule.delayLimit || this.missing > 0 || now - this.lastFrame > LayerRule.silenceLimit;
+    this.delaySum = 0; this.delayCount = 0; this.missing = 0;
+    if (trouble) {
+      this.lastTrouble = now;
+      if (this.rung === 0 || now - this.lastSwitch < LayerRule.switchGap) return null;
+      this.hold = now - this.lastUp < LayerRule.recentUp ? Math.min(LayerRule.longestHold, this.hold * 2) : LayerRule.firstHold;
+      this.rung--;
+      this.lastSwitch = now;
+      return this.layer;
+    }
+    if (this.rung >= this.ladder.length - 1 || now - this.lastTrouble < this.hold || now - this.lastSwitch < this.hold) return null;
+    this.rung++;
+    this.lastSwitch = now;
+    this.lastUp = now;
+    return this.layer;
+  }
+}
+LayerRule.evaluateEvery = 500; LayerRule.lossLimit = 0.02; LayerRule.delayLimit = 150; LayerRule.floorSeconds = 10;
+LayerRule.silenceLimit = 2000; LayerRule.switchGap = 1000; LayerRule.firstHold = 5000; LayerRule.longestHold = 40000; LayerRule.recentUp = 10000;

@@ -1,0 +1,118 @@
+@preconcurrency import Glibc
+import FrameRelaySystem
+import FrameRelayFrames
+import FrameRelayProducer
+import FrameRelayDecoding
+import FrameRelayHost
+import FrameRelayRTP
+import FrameRelayTestSupport
+import Testing
+
+/// Simulcast and temporal layers in one process: the layers' sizes and
+/// bitrates, and a two-layer share whose every layer, and every layer's
+/// base temporal layer alone, decodes to the picture the host was given.
+struct SimulcastTests {
+    private func sizes(_ simulcast: Simulcast, _ width: Int, _ height: Int) -> [String] {
+        simulcast.sizes(width: width, height: height).map { "\($0.stream):\($0.width)x\($0.height)" }
+    }
+
+    @Test func layersHalveDownToSixtyFourPixelsAndTheHostLeavesNarrowPicturesWhole() {
+        #expect(sizes(Simulcast(), 1280, 720) == ["0:640x360", "1:1280x720"])
+        #expect(sizes(Simulcast(), 639, 480) == ["1:639x480"])  // automatic: under 640 wide, the whole picture alone
+        #expect(sizes(Simulcast(layers: 2), 639, 480) == ["0:318x240", "1:639x480"])
+        #expect(sizes(Simulcast(layers: 3), 1366, 768) == ["0:340x192", "1:682x384", "2:1366x768"])
+        #expect(sizes(Simulcast(layers: 3), 200, 150) == ["1:100x74", "2:200x150"])  // 50x36 would be under 64
+        #expect(sizes(Simulcast(layers: 1), 1280, 720) == ["0:1280x720"])
+        #expect(Simulcast().streams == 2 && Simulcast(layers: 3).streams == 3)
+    }
+
+    @Test func lowerLayersTakeAQuarterOfTheBitrateAboveThemAtLeast150() throws {
+        #expect((0..<2).map { Simulcast().bitrate(stream: $0, top: 2500) } == [625, 2500])
+        #expect((0..<3).map { Simulcast(layers: 3).bitrate(stream: $0, top: 2500) } == [156, 625, 2500])
+        #expect((0..<2).map { Simulcast().bitrate(stream: $0, top: 400) } == [150, 400])
+        #expect((0..<2).map { Simulcast(bitrates: [300, 1800]).bitrate(stream: $0, top: 2500) } == [300, 1800])
+        try Simulcast(layers: 3, bitrates: [100, 500, 2000]).validate()
+        for (bad, message) in [(Simulcast(layers: 4), "invalid layer count 4"), (Simulcast(bitrates: [500]), "1 layer bitrates for 2 layers"),
+                               (Simulcast(bitrates: [900, 600]), "must rise")] {
+            #expect(throws: CodecError.self) { try bad.validate() }
+            do { try bad.validate() } catch { #expect("\(error)".contains(message), "\(error)") }
+        }
+    }
+
+    /// What a share sent on each stream, frame by frame.
+    private final class Streams: FrameSink {
+        struct Frame { var bytes: [UInt8]; var key: Bool; var temporal: VP8TemporalLayer?; var width: Int }
+        var frames: [Int: [Frame]] = [:]
+        var top: [Bool] = []
+
+        func deliver(_ frame: EncodedFrame, captureTime: UInt64, timing: inout FrameTiming) {
+            frames[frame.layer, default: []].append(Frame(bytes: Array(frame.bytes), key: frame.isKeyframe, temporal: frame.temporalLayer, width: frame.width))
+            top.append(frame.isTopLayer)
+        }
+    }
+
+    /// Decodes `frames` in order; the last picture's luma, row by row, and how many failed.
+    private func decode(_ frames: [Streams.Frame]) throws -> (luma: [UInt8], errors: Int, count: Int) {
+        let decoder = try VP8Decoder()
+        var luma: [UInt8] = [], count = 0
+        for frame in frames {
+            frame.bytes.withUnsafeBytes { bytes in
+                _ = decoder.decode(bytes) { picture in
+                    count += 1
+                    luma = (0..<picture.height).flatMap { row in Array(picture.luma[(row * picture.lumaStride)..<(row * picture.lumaStride + picture.width)]) }
+                }
+            }
+        }
+        return (luma, decoder.errors, count)
+    }
+
+    @Test func everyLayerAndItsBaseTemporalLayerAloneDecodeToTheLastPicture() throws {
+        let (width, height) = (640, 480)
+        var options = SharePipeline.Options()
+        options.settings.threads = 1
+        options.settings.keyframeInterval = 0
+        options.simulcast = Simulcast()
+        let sink = Streams()
+        let share = try InProcessShare("layers", width: width, height: height, options: options, sinks: [sink])
+        let screen = try ContentScreen(.typing, width: width, height: height)
+        var last: PixelBuffer?
+        for n in 0..<40 {
+            let source = try #require(screen.nextFrame(number: UInt64(n)))
+            _ = try share.relay(source.picture, n, damage: source.damage)
+            last = source.picture
+        }
+        // The screen comes to rest: both layers refine and stop, the last frame of each in the base layer.
+        for n in 40..<100 { _ = try share.relay(try #require(last), n) }
+        share.pipeline.finish()
+
+        let low = try #require(sink.frames[0]), top = try #require(sink.frames[1])
+        #expect(Set(low.map(\.width)) == [320] && Set(top.map(\.width)) == [640])
+        #expect(sink.top.filter { $0 }.count == top.count)
+        for frames in [low, top] {
+            #expect(frames[0].key && frames[0].temporal == VP8TemporalLayer(id: 0, sync: false, discardable: false))
+            // The upper temporal layer references only the base and is never referenced.
+            #expect(frames.allSatisfy { $0.temporal?.id == 0 || $0.temporal == VP8TemporalLayer(id: 1, sync: true, discardable: true) })
+            let base = frames.filter { $0.temporal?.id == 0 }
+            #expect(base.count * 10 >= frames.count * 4 && base.count * 10 <= frames.count * 7, "\(base.count) of \(frames.count) in the base layer")
+            #expect(frames.last?.temporal?.id == 0)
+            let whole = try decode(frames), alone = try decode(base)
+            #expect(whole.errors == 0 && alone.errors == 0)
+            #expect(whole.count == frames.count && alone.count == base.count)
+            // A viewer of the base layer alone ends on the very picture a viewer of both sees.
+            let differing = zip(alone.luma, whole.luma).filter { $0 != $1 }.count
+            #expect(alone.luma.count == whole.luma.count && differing == 0, "\(differing) luma samples differ")
+        }
+        // And that picture is the screen's, at each layer's size.
+        let reference = try #require(last)
+        let topLuma = try decode(top).luma
+        var error = 0.0
+        for row in 0..<height {
+            let source = reference.plane(0).assumingMemoryBound(to: UInt8.self) + row * reference.stride(0)
+            for column in 0..<width { error += pow(Double(Int(source[column]) - Int(topLuma[row * width + column])), 2) }
+        }
+        let psnr = 10 * log10(255 * 255 / max(error / Double(width * height), 1e-9))
+        #expect(psnr > 40, "top layer at \(psnr) dB")
+        #expect(share.pipeline.stats.layers.map(\.width) == [320, 640])
+        #expect(share.pipeline.stats.layers.map(\.frames) == [UInt64(low.count), UInt64(top.count)])
+    }
+}

@@ -1,0 +1,152 @@
+import Foundation
+@testable import FrameRelayHost
+@testable import FrameRelaySubscriber
+import FrameRelayTestSupport
+import Testing
+
+/// Which layer a viewer of a simulcast mountpoint watches: the
+/// subscriber's ``LayerRule`` on recorded sequences whose answer is known,
+/// and the viewer page's JavaScript mirror of it (run by node) on the same
+/// sequences and generated ones, which must step exactly where the Swift
+/// type steps.
+@Suite struct LayerRuleTests {
+    /// What a viewer saw, event by event: at `t` ms, a frame received whole
+    /// (`frame`: its RTP timestamp), frames missed (`missed`), or the
+    /// packets expected and lost after repair so far (`tick`).
+    struct Event: Codable {
+        var t: Double
+        var frame: UInt32?
+        var missed: Int?
+        var tick: [UInt64]?
+    }
+
+    struct Sequence: Codable {
+        var name: String
+        var layers: Int
+        var events: [Event]
+    }
+
+    /// A link, 30 frames/s: each frame's extra delay (ms) and whether it
+    /// arrives, and the fraction of packets lost after repair, from `at` ms on.
+    static func link(_ name: String, seconds: Double, layers: Int = 2, delay: (Double) -> Double = { _ in 0 },
+                     arrives: (Double) -> Bool = { _ in true }, loss: (Double) -> Double = { _ in 0 }, missed: (Double) -> Int = { _ in 0 }) -> Sequence {
+        var events: [Event] = []
+        var timestamp: UInt32 = 0xFFFF_0000  // wraps on the way
+        var expected: UInt64 = 0, lost = 0.0
+        var t = 0.0
+        while t < seconds * 1000 {
+            if arrives(t) { events.append(Event(t: t + 20 + delay(t), frame: timestamp)) }
+            if missed(t) > 0 { events.append(Event(t: t + 20, missed: missed(t))) }
+            timestamp &+= 3000
+            expected += 5
+            lost += 5 * loss(t)
+            // A tick every 100 ms, as the subscriber's loop polls.
+            if Int(t / 33.333) % 3 == 0 { events.append(Event(t: t + 20, tick: [expected, UInt64(lost)])) }
+            t += 33.333
+        }
+        return Sequence(name: name, layers: layers, events: events.sorted { $0.t < $1.t })
+    }
+
+    /// The steps the Swift type takes on `sequence`: "t substream/temporal".
+    static func swift(_ sequence: Sequence) -> [String] {
+        var rule = LayerRule(layers: sequence.layers, now: 0)
+        var steps: [String] = []
+        for event in sequence.events {
+            if let timestamp = event.frame { rule.frame(at: event.t, timestamp: timestamp) }
+            if let frames = event.missed { rule.missed(frames) }
+            if let tick = event.tick, let layer = rule.tick(now: event.t, expected: tick[0], lost: tick[1]) {
+                steps.append("\(Int(event.t.rounded())) \(layer)")
+            }
+        }
+        return steps
+    }
+
+    /// When each step comes, in whole seconds (the rule evaluates every 500 ms).
+    static func at(_ steps: [String]) -> [String] {
+        steps.map { step in
+            let parts = step.split(separator: " ")
+            return "\(Int(Double(parts[0])! / 1000)) \(parts[1])"
+        }
+    }
+
+    static let clean = link("clean", seconds: 30)
+    /// From 12 s on a queue grows: each frame 200 ms a second later than the one before.
+    static let queue = link("a queue from 12 s", seconds: 20, delay: { $0 < 12_000 ? 0 : ($0 - 12_000) * 0.2 })
+    static let lossy = link("5 % lost from 12 s", seconds: 16, loss: { $0 < 12_000 ? 0 : 0.05 })
+    static let silent = link("nothing from 12 s to 15 s", seconds: 16, arrives: { $0 < 12_000 || $0 >= 15_000 })
+    /// A keyframe's burst on a good link: one frame 250 ms late and those behind it draining.
+    static let burst = link("a keyframe's burst at 12 s", seconds: 16, delay: { $0 >= 12_000 && $0 < 12_300 ? 250 - ($0 - 12_000) * 0.8 : 0 })
+    /// Trouble 3 s after every step up: the hold before the next one doubles.
+    static let edge = link("trouble 3 s after each step up", seconds: 60, missed: { t in [8_000.0, 21_000, 44_000].contains { abs(t - $0) < 17 } ? 1 : 0 })
+
+    @Test func aViewerStartsLowStepsUpOnAGoodLinkAndDownWithinTwoSecondsOfTrouble() {
+        #expect(Self.at(Self.swift(Self.clean)) == ["5 1/0", "10 1/1"])
+        // Down from the top within 2 s of the queue starting to grow, and on down while it grows.
+        let queue = Self.swift(Self.queue)
+        #expect(Array(Self.at(queue).prefix(3)) == ["5 1/0", "10 1/1", "13 1/0"], "\(queue)")
+        #expect(Self.at(queue).contains("14 0/1"), "\(queue)")
+        #expect(Self.at(Self.swift(Self.lossy)) == ["5 1/0", "10 1/1", "12 1/0", "13 0/1", "14 0/0"])
+        #expect(Array(Self.at(Self.swift(Self.silent)).prefix(3)) == ["5 1/0", "10 1/1", "14 1/0"])
+        // A burst that drains is no trouble.
+        #expect(Self.at(Self.swift(Self.burst)) == ["5 1/0", "10 1/1"])
+        // One layer: its two temporal layers only.
+        #expect(Self.at(Self.swift(Self.link("one layer", seconds: 10, layers: 1))) == [])
+    }
+
+    @Test func aStepUpMetByTroubleWaitsLongerBeforeTheNext() {
+        // Up at 5 s; trouble at 8 s: down, and 10 s before the next try (at 18); trouble at 21: 20 s (at 41); at 44: 40 s.
+        #expect(Self.at(Self.swift(Self.edge)) == ["5 1/0", "8 0/1", "18 1/0", "21 0/1", "41 1/0", "44 0/1"])
+    }
+
+    /// Sequences nobody worked out by hand: delay that wanders and jumps,
+    /// loss in bursts, frames missed and stalls, from a fixed seed.
+    static func generated(seed: UInt64) -> Sequence {
+        var state = seed
+        func uniform() -> Double {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Double(state >> 11) / Double(1 << 53)
+        }
+        let congested = (0..<6).map { _ in (uniform() * 100_000, 1000 + uniform() * 6000) }
+        let lossy = (0..<4).map { _ in (uniform() * 100_000, 500 + uniform() * 3000, uniform() * 0.2) }
+        let stalls = (0..<5).map { _ in uniform() * 100_000 }
+        let jitter = (0..<4000).map { _ in uniform() * 30 }
+        return link("seed \(seed)", seconds: 100, layers: 1 + Int(seed % 3),
+                    delay: { t in jitter[Int(t / 33.333) % jitter.count] + congested.reduce(0) { $0 + ((t >= $1.0 && t < $1.0 + $1.1) ? (t - $1.0) * 0.15 : 0) } },
+                    arrives: { t in !stalls.contains { t >= $0 && t < $0 + 2500 } },
+                    loss: { t in lossy.first { t >= $0.0 && t < $0.0 + $0.1 }?.2 ?? 0 },
+                    missed: { t in stalls.contains { abs(t - $0) < 17 } ? 1 : 0 })
+    }
+
+    @Test func theViewerPagesMirrorStepsWhereTheSwiftTypeSteps() throws {
+        let sequences = [Self.clean, Self.queue, Self.lossy, Self.silent, Self.burst, Self.edge] + (1...6).map { Self.generated(seed: $0) }
+        let input = Paths.temporaryDirectory().appendingPathComponent("layer-sequences.json")
+        try JSONEncoder().encode(sequences).write(to: input)
+        let script = ViewerPage.layerRule + """
+            const sequences = JSON.parse(require('fs').readFileSync(process.argv[1], 'utf8'));
+            console.log(JSON.stringify(sequences.map(s => {
+              const rule = new LayerRule(s.layers, 0), steps = [];
+              for (const e of s.events) {
+                if (e.frame !== undefined) rule.frame(e.t, e.frame);
+                if (e.missed !== undefined) rule.missed(e.missed);
+                if (e.tick !== undefined) {
+                  const layer = rule.tick(e.t, e.tick[0], e.tick[1]);
+                  if (layer) steps.push(Math.round(e.t) + ' ' + layer.substream + '/' + layer.temporal);
+                }
+              }
+              return steps;
+            })));
+            """
+        let node = run("/usr/bin/node", ["-e", script, input.path], timeout: 30)
+        #expect(node.status == 0, "\(node.stderr)")
+        let results = try #require(try JSONSerialization.jsonObject(with: Data(node.stdout.utf8)) as? [[String]], "\(node.stdout) \(node.stderr)")
+        try #require(results.count == sequences.count)
+        var steps = 0
+        for (sequence, result) in zip(sequences, results) {
+            let swift = Self.swift(sequence)
+            steps += swift.count
+            #expect(result == swift, "\(sequence.name): JavaScript \(result), Swift \(swift)")
+        }
+        // The generated sequences are rough enough that a rule that never steps would not pass.
+        #expect(steps >= 40, "\(steps) steps in all")
+    }
+}

@@ -24,17 +24,23 @@ public struct JanusMountpoint: Sendable, Codable, Equatable {
     /// and below 2^53 so that a browser's JavaScript holds it exactly.
     public static func id(for appGroup: AppGroup) -> UInt64 { appGroup.hash >> 12 | 1 }
 
-    /// The description Janus lists a mountpoint of `name` with `layers`
-    /// simulcast layers under: "NAME layers=N", which the viewer page and
-    /// the subscriber read (``layers(inDescription:)``).
-    public static func description(name: String, layers: Int) -> String { "\(name) layers=\(layers)" }
+    /// The description Janus lists a mountpoint of `name` with simulcast
+    /// layers of `bitrates` (kbit/s, smallest first) under: "NAME layers=N
+    /// kbps=A,B", which the viewer page and the subscriber read
+    /// (``layers(inDescription:)``).
+    public static func description(name: String, bitrates: [Int]) -> String {
+        "\(name) layers=\(bitrates.count) kbps=\(bitrates.map(String.init).joined(separator: ","))"
+    }
 
-    /// The App Group and layer count a mountpoint's description names (one layer when it names none).
-    public static func layers(inDescription description: String) -> (name: String, layers: Int) {
-        guard let mark = description.ranges(of: " layers=").last, let layers = Int(description[mark.upperBound...]), (1...3).contains(layers) else {
-            return (description, 1)
-        }
-        return (String(description[..<mark.lowerBound]), layers)
+    /// What a mountpoint's description names: the App Group, the layer
+    /// count (one when it names none) and their bitrates (nil when not said, or not one per layer).
+    public static func layers(inDescription description: String) -> (name: String, layers: Int, bitrates: [Int]?) {
+        guard let mark = description.ranges(of: " layers=").last else { return (description, 1, nil) }
+        let words = description[mark.upperBound...].split(separator: " ")
+        guard let first = words.first, let layers = Int(first), (1...3).contains(layers) else { return (description, 1, nil) }
+        let bitrates = words.dropFirst().first { $0.hasPrefix("kbps=") }
+            .map { $0.dropFirst(5).split(separator: ",").compactMap { Int($0) }.filter { (1...100_000).contains($0) } }
+        return (String(description[..<mark.lowerBound]), layers, bitrates?.count == layers ? bitrates : nil)
     }
 }
 
@@ -44,7 +50,8 @@ extension JanusStreaming {
     /// simulcast with a port per layer), or takes back the one an earlier
     /// host of the same App Group left with as many layers, with the same
     /// ports, so that viewers already watching keep watching.
-    public func openMountpoint(for appGroup: AppGroup, layers: Int = 1, secret: String?) throws(JanusError) -> JanusMountpoint {
+    public func openMountpoint(for appGroup: AppGroup, bitrates: [Int] = [2500], secret: String?) throws(JanusError) -> JanusMountpoint {
+        let layers = bitrates.count
         precondition((1...3).contains(layers))
         let id = JanusMountpoint.id(for: appGroup)
         var media: [String: JSONValue] = ["type": "video", "mid": "v", "port": 0, "rtcpport": 0, "pt": 96, "codec": "vp8"]
@@ -55,7 +62,7 @@ extension JanusStreaming {
         }
         var request: [String: JSONValue] = [
             "request": "create", "type": "rtp", "id": .integer(Int64(id)), "name": .string(appGroup.name),
-            "description": .string(JanusMountpoint.description(name: appGroup.name, layers: layers)),
+            "description": .string(JanusMountpoint.description(name: appGroup.name, bitrates: bitrates)),
             "media": [.object(media)],
             // Viewers may ask for a playout delay (`configure` min_delay/max_delay); none is sent until one does.
             "playoutdelay_ext": true,
@@ -78,7 +85,7 @@ extension JanusStreaming {
             guard described.layers == layers else {
                 // Left with another layer count: made again (its viewers watch again).
                 try destroy(id: id, secret: secret)
-                return try openMountpoint(for: appGroup, layers: layers, secret: secret)
+                return try openMountpoint(for: appGroup, bitrates: bitrates, secret: secret)
             }
             let media = existing?["media"]?.array?.first
             ports = (["port", "port2", "port3"].prefix(layers).map { media?[$0]?.unsigned }, media?["rtcpport"]?.unsigned)

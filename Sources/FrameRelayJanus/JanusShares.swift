@@ -16,15 +16,15 @@ package final class JanusShares {
     }
 
     /// Opens a mountpoint per group on `servers` (dealt in order), with the
-    /// group's simulcast `layers`; on an error from any Janus, the ones
-    /// already opened are destroyed before it is thrown.
-    package init(_ groups: [AppGroup], layers: [Int], servers: [JanusStreaming], secret: String?, log: @escaping @Sendable (String) -> Void) throws {
+    /// bitrates of the group's simulcast layers; on an error from any Janus,
+    /// the ones already opened are destroyed before it is thrown.
+    package init(_ groups: [AppGroup], bitrates: [[Int]], servers: [JanusStreaming], secret: String?, log: @escaping @Sendable (String) -> Void) throws {
         self.servers = servers
         self.secret = secret
         var opened: [JanusMountpoint] = []
         do {
             for (index, group) in groups.enumerated() where !servers.isEmpty {
-                opened.append(try servers[index % servers.count].openMountpoint(for: group, layers: layers[index], secret: secret))
+                opened.append(try servers[index % servers.count].openMountpoint(for: group, bitrates: bitrates[index], secret: secret))
             }
         } catch {
             Self.destroy(opened, servers: servers, secret: secret, log: log)

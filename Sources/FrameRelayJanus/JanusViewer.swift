@@ -66,13 +66,14 @@ package struct JanusViewer: Sendable {
         }
     }
 
-    /// How many simulcast layers `mountpoint` has, as its description names them (``JanusMountpoint/layers(inDescription:)``).
-    package func layers(of mountpoint: UInt64, timeout: Double = 3) throws(JanusError) -> Int {
+    /// How many simulcast layers `mountpoint` has, and their bitrates (kbit/s), as its description names them (``JanusMountpoint/layers(inDescription:)``).
+    package func layers(of mountpoint: UInt64, timeout: Double = 3) throws(JanusError) -> (count: Int, bitrates: [Int]?) {
         let reply = try api.post(["janus": "message", "body": ["request": "info", "id": try id(mountpoint)]], to: handlePath, timeout: timeout)
         if let data = reply["plugindata"]?["data"], let code = data["error_code"]?.unsigned {
             throw JanusError(url: api.url.description, code: Int(code), reason: data["error"]?.string ?? "unknown error")
         }
-        return JanusMountpoint.layers(inDescription: reply["plugindata"]?["data"]?["info"]?["description"]?.string ?? "").layers
+        let described = JanusMountpoint.layers(inDescription: reply["plugindata"]?["data"]?["info"]?["description"]?.string ?? "")
+        return (described.layers, described.bitrates)
     }
 
     /// A mountpoint id as Janus's JSON takes it (a signed 64-bit integer).

@@ -84,12 +84,18 @@ final class NativeViewers: LoadTestWatchers {
                 lostPercent: groups.map(\.lossPercent).max() ?? 0, firstPictureMilliseconds: groups.compactMap(\.firstFrameMaxMs).max() ?? 0,
                 glassToGlassP50Milliseconds: groups.compactMap(\.latency?.p50Ms).max() ?? 0, glassToGlassP99Milliseconds: groups.compactMap(\.latency?.p99Ms).max() ?? 0,
                 groups: groups.map { group in
-                    LoadTestReport.ViewerGroup(
+                    var result = LoadTestReport.ViewerGroup(
                         link: group.link, viewers: group.viewers, watching: group.watching, lossPercent: group.lossPercent,
                         recoveredPackets: group.totals.recoveredPackets, plisSent: group.totals.plisSent, keyframeWaits: group.totals.keyframeWaits,
                         keyframeWaitMs: group.totals.keyframeWaitMs, freezes: group.totals.freezes, freezesPerMinute: group.freezesPerMinute,
                         p50Ms: group.latency?.p50Ms, p99Ms: group.latency?.p99Ms, firstFrameMaxMs: group.firstFrameMaxMs,
                         picturesChecked: group.picturesMatched + group.picturesMismatched, picturesWrong: group.picturesMismatched, error: group.error)
+                    result.framesPerSecond = group.framesPerSecond
+                    result.kbitPerSecond = group.kbitPerSecond
+                    let layerTotal = group.totals.layerMs.values.reduce(0, +)
+                    if layerTotal > 0 { result.layerPercent = group.totals.layerMs.mapValues { $0 / layerTotal * 100 } }
+                    result.layerSwitches = group.totals.layerSwitches
+                    return result
                 })
         }
     }

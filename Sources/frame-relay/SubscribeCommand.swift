@@ -89,6 +89,13 @@ struct Subscribe: ParsableCommand {
         if let first = group.firstFrameP50Ms { line += ", first frame p50 \(fixed(first, 0)) ms" }
         if let latency = group.latency { line += ", latency p50 \(fixed(latency.p50Ms, 1)) ms p99 \(fixed(latency.p99Ms, 1)) ms" }
         if group.decoders > 0 { line += ", \(totals.framesDecoded) decoded by \(group.decoders) (\(group.picturesMatched) stamps checked, \(group.picturesMismatched) wrong)" }
+        line += "; per viewer \(fixed(group.framesPerSecond, 1)) frames/s, \(fixed(group.kbitPerSecond, 0)) kbit/s"
+        // A simulcast mountpoint: the share of the time at each layer ("substream/temporal"), and the switches asked of Janus.
+        let layerTotal = totals.layerMs.values.reduce(0, +)
+        if layerTotal > 0 {
+            line += "; layers " + totals.layerMs.keys.sorted().map { "\($0) \(fixed(totals.layerMs[$0]! / layerTotal * 100, 0)) %" }.joined(separator: ", ")
+                + ", \(totals.layerSwitches) switches"
+        }
         return line
     }
 }

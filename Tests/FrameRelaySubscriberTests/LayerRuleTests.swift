@@ -16,6 +16,7 @@ import Testing
     struct Event: Codable {
         var t: Double
         var frame: UInt32?
+        var bytes: Int?
         var missed: Int?
         var tick: [UInt64]?
     }
@@ -23,19 +24,26 @@ import Testing
     struct Sequence: Codable {
         var name: String
         var layers: Int
+        var bitrates: [Int]?
         var events: [Event]
     }
 
-    /// A link, 30 frames/s: each frame's extra delay (ms) and whether it
-    /// arrives, and the fraction of packets lost after repair, from `at` ms on.
-    static func link(_ name: String, seconds: Double, layers: Int = 2, delay: (Double) -> Double = { _ in 0 },
+    /// A link, 30 frames/s of 2,000 bytes: each frame's extra delay (ms)
+    /// and whether it arrives, and the fraction of packets lost after
+    /// repair, from `at` ms on; with `capacity` (kbit/s), a keyframe of
+    /// 20,000 bytes every 4 s, as late as the link makes it.
+    static func link(_ name: String, seconds: Double, layers: Int = 2, bitrates: [Int]? = nil, capacity: Double? = nil, delay: (Double) -> Double = { _ in 0 },
                      arrives: (Double) -> Bool = { _ in true }, loss: (Double) -> Double = { _ in 0 }, missed: (Double) -> Int = { _ in 0 }) -> Sequence {
         var events: [Event] = []
         var timestamp: UInt32 = 0xFFFF_0000  // wraps on the way
         var expected: UInt64 = 0, lost = 0.0
         var t = 0.0
+        var frame = 0
         while t < seconds * 1000 {
-            if arrives(t) { events.append(Event(t: t + 20 + delay(t), frame: timestamp)) }
+            let keyframe = capacity != nil && frame % 120 == 60
+            let late = keyframe ? 20_000 * 8 / capacity! : 0
+            if arrives(t) { events.append(Event(t: t + 20 + delay(t) + late, frame: timestamp, bytes: keyframe ? 20_000 : 2000)) }
+            frame += 1
             if missed(t) > 0 { events.append(Event(t: t + 20, missed: missed(t))) }
             timestamp &+= 3000
             expected += 5
@@ -44,15 +52,15 @@ import Testing
             if Int(t / 33.333) % 3 == 0 { events.append(Event(t: t + 20, tick: [expected, UInt64(lost)])) }
             t += 33.333
         }
-        return Sequence(name: name, layers: layers, events: events.sorted { $0.t < $1.t })
+        return Sequence(name: name, layers: layers, bitrates: bitrates, events: events.sorted { $0.t < $1.t })
     }
 
     /// The steps the Swift type takes on `sequence`: "t substream/temporal".
     static func swift(_ sequence: Sequence) -> [String] {
-        var rule = LayerRule(layers: sequence.layers, now: 0)
+        var rule = LayerRule(layers: sequence.layers, bitrates: sequence.bitrates, now: 0)
         var steps: [String] = []
         for event in sequence.events {
-            if let timestamp = event.frame { rule.frame(at: event.t, timestamp: timestamp) }
+            if let timestamp = event.frame { rule.frame(at: event.t, timestamp: timestamp, bytes: event.bytes ?? 2000) }
             if let frames = event.missed { rule.missed(frames) }
             if let tick = event.tick, let layer = rule.tick(now: event.t, expected: tick[0], lost: tick[1]) {
                 steps.append("\(Int(event.t.rounded())) \(layer)")
@@ -81,16 +89,30 @@ import Testing
 
     @Test func aViewerStartsLowStepsUpOnAGoodLinkAndDownWithinTwoSecondsOfTrouble() {
         #expect(Self.at(Self.swift(Self.clean)) == ["5 1/0", "10 1/1"])
-        // Down from the top within 2 s of the queue starting to grow, and on down while it grows.
-        let queue = Self.swift(Self.queue)
-        #expect(Array(Self.at(queue).prefix(3)) == ["5 1/0", "10 1/1", "13 1/0"], "\(queue)")
-        #expect(Self.at(queue).contains("14 0/1"), "\(queue)")
-        #expect(Self.at(Self.swift(Self.lossy)) == ["5 1/0", "10 1/1", "12 1/0", "13 0/1", "14 0/0"])
+        // Down from the top within 2 s of the queue starting to grow, and on down while it grows, a step each 2 s
+        // (the switch waits for a keyframe; the queue the rung above built drains meanwhile).
+        #expect(Self.at(Self.swift(Self.queue)) == ["5 1/0", "10 1/1", "13 1/0", "16 0/1", "18 0/0"])
+        #expect(Self.at(Self.swift(Self.lossy)) == ["5 1/0", "10 1/1", "12 1/0", "14 0/1"])
         #expect(Array(Self.at(Self.swift(Self.silent)).prefix(3)) == ["5 1/0", "10 1/1", "14 1/0"])
         // A burst that drains is no trouble.
         #expect(Self.at(Self.swift(Self.burst)) == ["5 1/0", "10 1/1"])
         // One layer: its two temporal layers only.
         #expect(Self.at(Self.swift(Self.link("one layer", seconds: 10, layers: 1))) == [])
+    }
+
+    /// Keyframes through 1 Mbit/s come 160 ms late: the link has room for
+    /// the small layer (625 kbit/s), not for the large one's base layer
+    /// (1,500), so the viewer stays; through 5 Mbit/s it steps up as on a free link.
+    static let narrow = link("1 Mbit/s", seconds: 30, bitrates: [625, 2500], capacity: 1000)
+    static let wide = link("5 Mbit/s", seconds: 30, bitrates: [625, 2500], capacity: 5000)
+
+    @Test func aViewerStepsUpOnlyWhenALargeFrameShowedTheLinkHasRoomForTheRungAbove() {
+        #expect(Self.at(Self.swift(Self.narrow)) == [])
+        #expect(Self.at(Self.swift(Self.wide)) == ["5 1/0", "10 1/1"])
+        // Without the layers' bitrates, the rule cannot tell: it tries.
+        var unknown = Self.narrow
+        unknown.bitrates = nil
+        #expect(Self.at(Self.swift(unknown)).first == "5 1/0")
     }
 
     @Test func aStepUpMetByTroubleWaitsLongerBeforeTheNext() {
@@ -110,7 +132,8 @@ import Testing
         let lossy = (0..<4).map { _ in (uniform() * 100_000, 500 + uniform() * 3000, uniform() * 0.2) }
         let stalls = (0..<5).map { _ in uniform() * 100_000 }
         let jitter = (0..<4000).map { _ in uniform() * 30 }
-        return link("seed \(seed)", seconds: 100, layers: 1 + Int(seed % 3),
+        return link("seed \(seed)", seconds: 100, layers: 1 + Int(seed % 3), bitrates: seed % 3 == 1 ? [625, 2500] : seed % 3 == 2 ? [150, 625, 2500] : nil,
+                    capacity: seed % 2 == 0 ? 800 + uniform() * 4000 : nil,
                     delay: { t in jitter[Int(t / 33.333) % jitter.count] + congested.reduce(0) { $0 + ((t >= $1.0 && t < $1.0 + $1.1) ? (t - $1.0) * 0.15 : 0) } },
                     arrives: { t in !stalls.contains { t >= $0 && t < $0 + 2500 } },
                     loss: { t in lossy.first { t >= $0.0 && t < $0.0 + $0.1 }?.2 ?? 0 },
@@ -118,15 +141,15 @@ import Testing
     }
 
     @Test func theViewerPagesMirrorStepsWhereTheSwiftTypeSteps() throws {
-        let sequences = [Self.clean, Self.queue, Self.lossy, Self.silent, Self.burst, Self.edge] + (1...6).map { Self.generated(seed: $0) }
+        let sequences = [Self.clean, Self.queue, Self.lossy, Self.silent, Self.burst, Self.edge, Self.narrow, Self.wide] + (1...6).map { Self.generated(seed: $0) }
         let input = Paths.temporaryDirectory().appendingPathComponent("layer-sequences.json")
         try JSONEncoder().encode(sequences).write(to: input)
         let script = ViewerPage.layerRule + """
             const sequences = JSON.parse(require('fs').readFileSync(process.argv[1], 'utf8'));
             console.log(JSON.stringify(sequences.map(s => {
-              const rule = new LayerRule(s.layers, 0), steps = [];
+              const rule = new LayerRule(s.layers, s.bitrates === undefined ? null : s.bitrates, 0), steps = [];
               for (const e of s.events) {
-                if (e.frame !== undefined) rule.frame(e.t, e.frame);
+                if (e.frame !== undefined) rule.frame(e.t, e.frame, e.bytes === undefined ? 2000 : e.bytes);
                 if (e.missed !== undefined) rule.missed(e.missed);
                 if (e.tick !== undefined) {
                   const layer = rule.tick(e.t, e.tick[0], e.tick[1]);

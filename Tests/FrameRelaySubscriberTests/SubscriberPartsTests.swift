@@ -360,10 +360,29 @@ import FrameRelayJanus
                 "\(admitted.count) admitted, \(path.bufferFull) for the buffer")
     }
 
+    @Test func aLinkThatChangesHoldsEachRateFromItsTime() throws {
+        let link = try LinkConditions(parsing: "rate=5mbit@0s,rate=1mbit@20s,rate=5mbit@40s")
+        #expect(link.rate == 5_000_000 && link.changes.map(\.at) == [20_000_000_000, 40_000_000_000])
+        #expect([0, 19, 20, 39, 40, 100].map { link.at(UInt64($0) * 1_000_000_000).rate } == [5_000_000, 5_000_000, 1_000_000, 1_000_000, 5_000_000, 5_000_000])
+        // A path on it: a 1,172-byte packet (1,200 on the wire) takes 1.92 ms at 5 Mbit/s and 9.6 ms at 1 Mbit/s, from the first packet's time.
+        let path = ImpairedPath(link, limitsRate: true, capacity: 1 << 20)
+        let packet = [UInt8](repeating: 0, count: 1172), first: UInt64 = 7_000_000_000
+        var dues: [UInt64] = []
+        for elapsed: UInt64 in [0, 25, 45] {
+            let now = first + elapsed * 1_000_000_000
+            packet.withUnsafeBytes { #expect(path.admit($0, address: SocketAddress(), now: now)) }
+            dues.append((path.nextDue ?? 0) - now)
+            path.release(now: .max) { _, _ in }
+        }
+        #expect(dues == [1_920_000, 9_600_000, 1_920_000])
+    }
+
     @Test(arguments: [
         ("loss=2%,delay=40ms,rate=3mbit", "loss=2%,delay=40ms,rate=3mbit"),
         ("rate=500kbit,jitter=5ms,delay=10ms", "delay=10ms,jitter=5ms,rate=500kbit"),
         ("perfect", "perfect"),
+        ("rate=5mbit@0s,rate=1mbit@20s,rate=5mbit@40s", "rate=5mbit,rate=1mbit@20s,rate=5mbit@40s"),
+        ("loss=1%,delay=20ms@5s,loss=3%@5s", "loss=1%,loss=3%@5s,delay=20ms@5s"),
     ])
     func linksReadAndSayThemselves(_ text: String, _ canonical: String) throws {
         #expect(try LinkConditions(parsing: text).description == canonical)
@@ -372,6 +391,7 @@ import FrameRelayJanus
     @Test(arguments: [
         ("loss=2", "not a percentage"), ("delay=40", "not a duration"), ("rate=fast", "not a rate"), ("speed=1", "unknown \"speed\""),
         ("delay=5ms,jitter=10ms", "jitter is larger than delay"), ("loss", "not NAME=VALUE"),
+        ("rate=1mbit@soon", "the time after @ is not a duration"), ("delay=20ms,jitter=30ms@10s", "jitter is larger than delay"),
     ])
     func aBadLinkSaysWhichPartIsWrong(_ text: String, _ reason: String) {
         do {

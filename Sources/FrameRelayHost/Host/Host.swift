@@ -82,7 +82,7 @@ public final class Host {
         let claims = try claimAppGroups()
         defer { withExtendedLifetime(claims) {} }
         let files = try openFiles()
-        let janus = try JanusShares(configuration.groups, layers: configuration.shares.map { $0.encoding?.simulcast.streams ?? 1 },
+        let janus = try JanusShares(configuration.groups, bitrates: configuration.shares.map { $0.encoding?.layerBitrates ?? [2500] },
                                     servers: configuration.janus, secret: configuration.janusSecret, log: log)
         defer { janus.close(log: log) }
         let receivers = makeReceivers(mountpoints: janus.mountpoints)

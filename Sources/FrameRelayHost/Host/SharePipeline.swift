@@ -20,6 +20,9 @@ public final class SharePipeline {
         /// The simulcast layers (one: the whole picture alone).
         public var simulcast = Simulcast(layers: 1)
         public init() {}
+
+        /// Each simulcast stream's bitrate, kbit/s, smallest first.
+        public var layerBitrates: [Int] { (0..<simulcast.streams).map { simulcast.bitrate(stream: $0, top: settings.bitrateKbps) } }
     }
 
     /// Converts and encodes only what changed (every frame whole with ``Options/encodeEveryFrame``).

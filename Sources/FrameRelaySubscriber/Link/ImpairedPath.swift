@@ -13,6 +13,9 @@ import FrameRelaySystem
 /// varies does), so the held packets are a first-in, first-out queue.
 final class ImpairedPath {
     let conditions: LinkConditions
+    /// What the link does now (``LinkConditions/changes``), from its first packet on.
+    private var current: LinkConditions
+    private var started: UInt64?
     /// Whether the rate applies in this direction.
     let limitsRate: Bool
     /// The bytes it can hold at once (every packet held, and the room a packet that would not fit before the ring's end leaves there).
@@ -46,7 +49,8 @@ final class ImpairedPath {
     /// about 1,200, feedback about 100).
     init(_ conditions: LinkConditions, limitsRate: Bool, capacity: Int) {
         self.conditions = conditions
-        self.limitsRate = limitsRate && conditions.rate > 0
+        current = conditions
+        self.limitsRate = limitsRate && (conditions.rate > 0 || conditions.changes.contains { $0.conditions.rate > 0 })
         self.capacity = capacity
         storage = .allocate(byteCount: capacity, alignment: 16)
         held = Array(repeating: Held(), count: max(64, capacity / 256))
@@ -66,12 +70,19 @@ final class ImpairedPath {
 
     /// Hands `packet` (from or to `address`) to the link at `now`; false when the link drops it.
     func admit(_ packet: UnsafeRawBufferPointer, address: SocketAddress, now: UInt64) -> Bool {
+        // A link that changes over time: as it is this long after its first packet.
+        if !conditions.changes.isEmpty {
+            let start = started ?? now
+            started = start
+            current = conditions.at(now - start)
+        }
+        let conditions = current
         if conditions.loss > 0, uniform() < conditions.loss {
             lost += 1
             return false
         }
         var departs = now
-        if limitsRate {
+        if limitsRate, conditions.rate > 0 {
             // The packet leaves once the link has sent what came before it (the link's time is taken only once it is held).
             let start = max(now, linkFree)
             guard start - now <= conditions.queue else {
@@ -88,7 +99,7 @@ final class ImpairedPath {
             return false
         }
         lastDue = due
-        if limitsRate { linkFree = departs }
+        if limitsRate, conditions.rate > 0 { linkFree = departs }
         if packet.count > 0 { (storage + offset).copyMemory(from: packet.baseAddress!, byteCount: packet.count) }
         held[(head + count) % held.count] = Held(due: due, offset: Int32(offset), length: Int32(packet.count), wraps: wraps, address: UInt8(index))
         count += 1

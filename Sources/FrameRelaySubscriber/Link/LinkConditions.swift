@@ -1,7 +1,9 @@
 /// What a group of viewers' link does to packets, as `--viewer-link`
 /// states it: `loss=2%,delay=40ms,jitter=10ms,rate=3mbit` (every part
 /// optional). Loss, delay and jitter apply both ways, so Janus sees the
-/// round trip; the rate limits what comes in (the viewer's downlink).
+/// round trip; the rate limits what comes in (the viewer's downlink). A
+/// part ending `@T` applies from T on (from the link's first packet):
+/// `rate=5mbit@0s,rate=1mbit@20s,rate=5mbit@40s` drops to 1 Mbit/s for 20 s.
 public struct LinkConditions: Sendable, Equatable, Codable, CustomStringConvertible {
     /// Fraction of packets dropped, each way (0–1).
     public var loss = 0.0
@@ -14,46 +16,81 @@ public struct LinkConditions: Sendable, Equatable, Codable, CustomStringConverti
     /// How long a packet may wait for the rate before it is dropped (a
     /// router's queue; tbf's `latency`), ns.
     public var queue: UInt64 = 50_000_000
+    /// What the link becomes later, in time order: each change's time (ns from the first packet) and the conditions from then on.
+    public var changes: [Change] = []
+
+    public struct Change: Sendable, Equatable, Codable {
+        public var at: UInt64
+        public var conditions: LinkConditions
+    }
 
     public init() {}
 
-    /// A perfect link.
-    public var isPerfect: Bool { loss == 0 && delay == 0 && jitter == 0 && rate == 0 }
+    /// The conditions `elapsed` ns after the link's first packet.
+    public func at(_ elapsed: UInt64) -> LinkConditions { changes.last { $0.at <= elapsed }?.conditions ?? self }
+
+    /// A perfect link, and one that stays so.
+    public var isPerfect: Bool { loss == 0 && delay == 0 && jitter == 0 && rate == 0 && changes.isEmpty }
 
     /// Parses `text`; throws one line naming the part that is wrong.
     public init(parsing text: String) throws(LinkConditionsError) {
         if text == "perfect" || text.isEmpty { return }
+        // Parts by the time they apply from (0: from the start), in the order given.
+        var timed: [(at: UInt64, part: Substring)] = []
         for part in text.split(separator: ",") {
-            let pair = part.split(separator: "=", maxSplits: 1)
-            guard pair.count == 2 else { throw LinkConditionsError(text: text, reason: "\"\(part)\" is not NAME=VALUE") }
-            let name = pair[0], value = String(pair[1])
-            switch name {
-            case "loss":
-                guard value.hasSuffix("%"), let percent = Double(value.dropLast()), (0...100).contains(percent) else {
-                    throw LinkConditionsError(text: text, reason: "loss \"\(value)\" is not a percentage such as 2%")
-                }
-                loss = percent / 100
-            case "delay", "jitter", "queue":
-                guard let nanoseconds = Self.duration(value) else {
-                    throw LinkConditionsError(text: text, reason: "\(name) \"\(value)\" is not a duration such as 40ms")
-                }
-                if name == "delay" { delay = nanoseconds } else if name == "jitter" { jitter = nanoseconds } else { queue = nanoseconds }
-            case "rate":
-                guard let bits = Self.rate(value), bits > 0 else {
-                    throw LinkConditionsError(text: text, reason: "rate \"\(value)\" is not a rate such as 3mbit or 500kbit")
-                }
-                rate = bits
-            default:
-                throw LinkConditionsError(text: text, reason: "unknown \"\(name)\": loss, delay, jitter, rate or queue")
+            guard let mark = part.lastIndex(of: "@") else {
+                timed.append((0, part))
+                continue
+            }
+            guard let at = Self.duration(String(part[part.index(after: mark)...]), limit: 24 * 3600 * 1e9) else {
+                throw LinkConditionsError(text: text, reason: "\"\(part)\": the time after @ is not a duration such as 20s")
+            }
+            timed.append((at, part[..<mark]))
+        }
+        let times = Set(timed.map(\.at)).sorted()
+        for time in times {
+            var conditions = time == 0 ? LinkConditions() : at(time)
+            conditions.changes = []
+            for entry in timed where entry.at == time { try conditions.apply(entry.part, of: text) }
+            if conditions.jitter > conditions.delay { throw LinkConditionsError(text: text, reason: "jitter is larger than delay (a packet cannot arrive before it was sent)") }
+            if time == 0 {
+                (loss, delay, jitter, rate, queue) = (conditions.loss, conditions.delay, conditions.jitter, conditions.rate, conditions.queue)
+            } else {
+                changes.append(Change(at: time, conditions: conditions))
             }
         }
-        if jitter > delay { throw LinkConditionsError(text: text, reason: "jitter is larger than delay (a packet cannot arrive before it was sent)") }
     }
 
-    /// "40ms", "1.5s", "500us" → ns.
-    private static func duration(_ text: String) -> UInt64? {
+    /// Sets one `NAME=VALUE` part of `text`.
+    private mutating func apply(_ part: Substring, of text: String) throws(LinkConditionsError) {
+        let pair = part.split(separator: "=", maxSplits: 1)
+        guard pair.count == 2 else { throw LinkConditionsError(text: text, reason: "\"\(part)\" is not NAME=VALUE") }
+        let name = pair[0], value = String(pair[1])
+        switch name {
+        case "loss":
+            guard value.hasSuffix("%"), let percent = Double(value.dropLast()), (0...100).contains(percent) else {
+                throw LinkConditionsError(text: text, reason: "loss \"\(value)\" is not a percentage such as 2%")
+            }
+            loss = percent / 100
+        case "delay", "jitter", "queue":
+            guard let nanoseconds = Self.duration(value) else {
+                throw LinkConditionsError(text: text, reason: "\(name) \"\(value)\" is not a duration such as 40ms")
+            }
+            if name == "delay" { delay = nanoseconds } else if name == "jitter" { jitter = nanoseconds } else { queue = nanoseconds }
+        case "rate":
+            guard let bits = Self.rate(value), bits > 0 else {
+                throw LinkConditionsError(text: text, reason: "rate \"\(value)\" is not a rate such as 3mbit or 500kbit")
+            }
+            rate = bits
+        default:
+            throw LinkConditionsError(text: text, reason: "unknown \"\(name)\": loss, delay, jitter, rate or queue")
+        }
+    }
+
+    /// "40ms", "1.5s", "500us" → ns, at most `limit` ns.
+    private static func duration(_ text: String, limit: Double = 60 * 1e9) -> UInt64? {
         for (unit, scale) in [("ms", 1e6), ("us", 1e3), ("s", 1e9)] where text.hasSuffix(unit) {
-            guard let value = Double(text.dropLast(unit.count)), value >= 0, value <= 60 * 1e9 / scale else { return nil }
+            guard let value = Double(text.dropLast(unit.count)), value >= 0, value <= limit / scale else { return nil }
             return UInt64(value * scale)
         }
         return nil
@@ -68,16 +105,29 @@ public struct LinkConditions: Sendable, Equatable, Codable, CustomStringConverti
         return nil
     }
 
-    /// The canonical text (what the reports show).
+    /// The canonical text (what the reports show): a change names what it changes, with its time.
     public var description: String {
         guard !isPerfect else { return "perfect" }
+        var previous = parts
+        var all = previous
+        for change in changes {
+            let now = change.conditions.parts
+            let time = "@\(Self.trim(Double(change.at) / 1e9))s"
+            all += now.filter { !previous.contains($0) }.map { $0 + time }
+            previous = now
+        }
+        return all.isEmpty ? "perfect" : all.joined(separator: ",")
+    }
+
+    /// The parts of the conditions in force from the start.
+    private var parts: [String] {
         var parts: [String] = []
         if loss > 0 { parts.append("loss=\(Self.trim(loss * 100))%") }
         if delay > 0 { parts.append("delay=\(Self.trim(Double(delay) / 1e6))ms") }
         if jitter > 0 { parts.append("jitter=\(Self.trim(Double(jitter) / 1e6))ms") }
         if rate > 0 { parts.append(rate % 1_000_000 == 0 ? "rate=\(rate / 1_000_000)mbit" : "rate=\(Self.trim(Double(rate) / 1e3))kbit") }
         if rate > 0, queue != 50_000_000 { parts.append("queue=\(Self.trim(Double(queue) / 1e6))ms") }
-        return parts.joined(separator: ",")
+        return parts
     }
 
     private static func trim(_ value: Double) -> String {

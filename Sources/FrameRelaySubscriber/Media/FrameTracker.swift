@@ -35,6 +35,8 @@ struct FrameTracker {
         var baseLayerIndex: UInt8?
         /// A keyframe's width, on its first packet.
         var width = 0
+        /// Its payload's size.
+        var bytes: UInt16 = 0
         /// The frame it belongs to was already completed.
         var consumed = false
         var arrival: UInt64 = 0
@@ -51,6 +53,8 @@ struct FrameTracker {
         var baseLayerIndex: UInt8? = nil
         /// A keyframe's width (0 for other frames).
         var width = 0
+        /// Its payload's size, all packets together.
+        var bytes = 0
         /// When its first packet arrived and when it became whole (ns).
         var firstArrival: UInt64
         var completed: UInt64
@@ -75,6 +79,8 @@ struct FrameTracker {
     private var lastPicture: UInt16?
     /// The TL0PICIDX of the last base-layer frame taken (a stream of temporal layers).
     private var lastBase: UInt8?
+    /// The last frame that came whole.
+    private(set) var lastComplete: Frame?
     private(set) var counts = Counts()
 
     struct Counts: Equatable, Codable, Sendable {
@@ -107,7 +113,8 @@ struct FrameTracker {
         slots[index] = Slot(present: true, sequence: sequence, timestamp: timestamp, marker: marker, starts: descriptor.startsFrame,
                             keyframe: descriptor.keyframe, pictureID: descriptor.pictureID ?? 0, hasPictureID: descriptor.pictureID != nil,
                             temporalLayer: descriptor.temporalLayer, baseLayerIndex: descriptor.baseLayerIndex,
-                            width: descriptor.keyframe ? Self.keyframeWidth(payload, at: descriptor.dataOffset) : 0, consumed: false, arrival: now)
+                            width: descriptor.keyframe ? Self.keyframeWidth(payload, at: descriptor.dataOffset) : 0,
+                            bytes: UInt16(clamping: payload.count), consumed: false, arrival: now)
         if let frame = wholeFrame(containing: sequence, now: now) { complete(frame, now: now, into: &events) }
     }
 
@@ -133,10 +140,11 @@ struct FrameTracker {
             guard walked < Self.capacity else { return nil }
             first &-= 1
         }
-        var last = first, packets = 1, firstArrival = slots[Int(first) % Self.capacity].arrival
+        var last = first, packets = 1, firstArrival = slots[Int(first) % Self.capacity].arrival, bytes = 0
         while true {
             guard let here = slot(last) else { return nil }
             firstArrival = min(firstArrival, here.arrival)
+            bytes += Int(here.bytes)
             if here.marker { break }
             packets += 1
             guard packets < Self.capacity else { return nil }
@@ -146,11 +154,12 @@ struct FrameTracker {
         let start = slots[Int(first) % Self.capacity]
         return Frame(firstSequence: first, packets: packets, timestamp: timestamp, pictureID: start.hasPictureID ? start.pictureID : nil,
                      keyframe: start.keyframe, temporalLayer: start.temporalLayer, baseLayerIndex: start.baseLayerIndex, width: start.width,
-                     firstArrival: firstArrival, completed: now)
+                     bytes: bytes, firstArrival: firstArrival, completed: now)
     }
 
     private mutating func complete(_ frame: Frame, now: UInt64, into events: inout [Event]) {
         counts.framesComplete += 1
+        lastComplete = frame
         guard let picture = frame.pictureID else {
             // No PictureID (not our sender's packetizer): frames decode in timestamp order.
             if let last = lastTimestamp, Int32(bitPattern: frame.timestamp &- last) <= 0 { return }

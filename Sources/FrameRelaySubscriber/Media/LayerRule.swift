@@ -3,6 +3,18 @@
 /// rate, so the first picture comes fast; it steps down one rung within
 /// ``evaluateEvery`` + ``switchGap`` of trouble; it steps up one rung once
 /// the link has held the current rung for ``firstHold`` with no trouble.
+/// A step up also waits until the link has room for the rung above, when
+/// the mountpoint says its layers' bitrates and a large frame measured the
+/// link lately: a frame of ``probeBytes`` or more arrives late against the
+/// others by about its size over the link's rate (a packet train), so its
+/// size over its lateness is the link's capacity, and a step up needs
+/// ``headroom`` times the rung's bitrate (a base temporal layer carries
+/// ``baseShare`` of its layer's). On a link of 1 Mbit/s a viewer so stays
+/// on the small layer instead of trying the large one, whose keyframe alone
+/// would fill the link's queue.
+/// After a step down it judges the link again only ``switchGap`` later:
+/// Janus moves a viewer at the next keyframe, and the queue the rung above
+/// built drains meanwhile.
 ///
 /// The rungs, from the bottom: each simulcast substream at its base
 /// temporal layer (half the frame rate), then at both. Trouble in a window
@@ -14,7 +26,7 @@
 /// or waiting for a keyframe); no frame for ``silenceLimit``. A step up
 /// that meets trouble within ``recentUp`` doubles the hold before the next
 /// (up to ``longestHold``), so a link at the edge of a rung does not swing;
-/// a step down otherwise resets it.
+/// a step down long after the last step up (the link changed) resets it.
 ///
 /// The viewer page's JavaScript (`LayerRule` in `layer-rule.js`) mirrors
 /// this type line for line; `LayerRuleTests` holds both to the same
@@ -31,14 +43,27 @@ struct LayerRule {
     static let delayLimit = 150.0
     static let floorSeconds = 10
     static let silenceLimit = 2000.0
-    /// The least time between two steps down: a switch waits for a keyframe on the new substream.
-    static let switchGap = 1000.0
+    /// The least time between two steps down (after a step up, none): a switch waits for a keyframe on the new substream.
+    static let switchGap = 2000.0
     static let firstHold = 5000.0
     static let longestHold = 40_000.0
     static let recentUp = 10_000.0
+    static let probeBytes = 8000
+    /// How long a capacity measured holds.
+    static let capacityLifetime = 10_000.0
+    static let headroom = 1.2
+    /// The base temporal layer's share of its layer's bitrate (the host's split, ``VP8Settings/baseLayerPercent``).
+    static let baseShare = 0.6
+    /// Frames seen before a frame's lateness says anything (the floor needs a few).
+    static let framesBeforeProbing = 10
 
     let ladder: [Layer]
+    /// Each rung's bitrate (kbit/s), when the mountpoint said its layers'.
+    let rungBitrates: [Double]?
     private(set) var rung: Int
+    /// The link's capacity as the last large frame measured it (kbit/s), and when.
+    private(set) var capacity: (kbps: Double, at: Double)?
+    private var framesSeen = 0
     var layer: Layer { ladder[rung] }
     private var hold = Self.firstHold
     private var lastSwitch: Double
@@ -58,9 +83,11 @@ struct LayerRule {
     private var lastFrame: Double
 
     /// A viewer of a mountpoint with `layers` simulcast layers (each with
-    /// two temporal layers) that joins at `now`.
-    init(layers: Int, now: Double) {
+    /// two temporal layers) of `bitrates` (kbit/s, smallest first, when
+    /// known) that joins at `now`.
+    init(layers: Int, bitrates: [Int]? = nil, now: Double) {
         ladder = (0..<layers).flatMap { [Layer(substream: $0, temporal: 0), Layer(substream: $0, temporal: 1)] }
+        rungBitrates = bitrates.flatMap { rates in rates.count == layers ? rates.flatMap { [Double($0) * Self.baseShare, Double($0)] } : nil }
         rung = 1
         lastSwitch = now
         lastTrouble = now
@@ -68,8 +95,8 @@ struct LayerRule {
         lastFrame = now
     }
 
-    /// A frame received whole at `now` with RTP timestamp `timestamp`.
-    mutating func frame(at now: Double, timestamp: UInt32) {
+    /// A frame of `bytes` received whole at `now` with RTP timestamp `timestamp`.
+    mutating func frame(at now: Double, timestamp: UInt32, bytes: Int) {
         if let lastTimestamp { rtpTime += Double(Int32(bitPattern: timestamp &- lastTimestamp)) / 90 }
         lastTimestamp = timestamp
         let delay = now - rtpTime
@@ -80,9 +107,12 @@ struct LayerRule {
             floors.append((second, delay))
             floors.removeAll { $0.second <= second - Self.floorSeconds }
         }
-        delaySum += delay - floors.map(\.delay).min()!
+        let excess = delay - floors.map(\.delay).min()!
+        delaySum += excess
         delayCount += 1
         lastFrame = now
+        framesSeen += 1
+        if bytes >= Self.probeBytes, framesSeen > Self.framesBeforeProbing { capacity = (Double(bytes) * 8 / max(excess, 1), now) }
     }
 
     /// Frames missed: lost for good, or not shown for want of a keyframe.
@@ -102,13 +132,18 @@ struct LayerRule {
         (delaySum, delayCount, missing) = (0, 0, 0)
         if trouble {
             lastTrouble = now
-            guard rung > 0, now - lastSwitch >= Self.switchGap else { return nil }
-            hold = now - lastUp < Self.recentUp ? min(Self.longestHold, hold * 2) : Self.firstHold
+            guard rung > 0, lastSwitch == lastUp || now - lastSwitch >= Self.switchGap else { return nil }
+            if lastSwitch == lastUp, now - lastUp < Self.recentUp {
+                hold = min(Self.longestHold, hold * 2)
+            } else if now - lastUp >= Self.recentUp {
+                hold = Self.firstHold
+            }
             rung -= 1
             lastSwitch = now
             return layer
         }
         guard rung < ladder.count - 1, now - lastTrouble >= hold, now - lastSwitch >= hold else { return nil }
+        if let rates = rungBitrates, let capacity, now - capacity.at < Self.capacityLifetime, capacity.kbps < rates[rung + 1] * Self.headroom { return nil }
         rung += 1
         lastSwitch = now
         lastUp = now

@@ -34,6 +34,10 @@ package final class StreamFollower {
     private(set) var lostFrame = false
     /// Which simulcast layer to watch, from what this stream shows of the link (nil: the mountpoint has one layer).
     var layerRule: LayerRule?
+    /// Decodable frames in each second from `timelineStart` (the viewer's watch), up to ``timelineLimit`` seconds.
+    var timelineStart: UInt64 = 0
+    private(set) var framesEachSecond: [UInt16] = []
+    static let timelineLimit = 3600
 
     package init(payloadType: Int, retransmissionPayloadType: Int?, decodes: Bool, expectedFrames: Int) throws(SubscriberError) {
         self.payloadType = payloadType
@@ -78,7 +82,7 @@ package final class StreamFollower {
         // A frame came whole (its packets share this timestamp): the host sent it, shown or not.
         if tracker.counts.framesComplete > complete {
             freezes.receivedWhole(timestamp: header.timestamp)
-            layerRule?.frame(at: Double(now) / 1e6, timestamp: header.timestamp)
+            layerRule?.frame(at: Double(now) / 1e6, timestamp: header.timestamp, bytes: tracker.lastComplete?.bytes ?? 0)
         }
         missing.received(sequence, retransmitted: retransmitted, now: now)
         decoder?.keep(payload, sequence: sequence, timestamp: header.timestamp, marker: header.marker)
@@ -96,6 +100,11 @@ package final class StreamFollower {
                     keyframeWaitStarted = nil
                 }
                 if let picture = frame.pictureID, frames.count < frames.capacity { frames.append((picture, at)) }
+                let second = Int((at &- timelineStart) / 1_000_000_000)
+                if at >= timelineStart, second < Self.timelineLimit {
+                    if framesEachSecond.count <= second { framesEachSecond += [UInt16](repeating: 0, count: second + 1 - framesEachSecond.count) }
+                    framesEachSecond[second] &+= 1
+                }
                 if frame.keyframe, let picture = frame.pictureID, keyframes.count < 4096 { keyframes.append((picture, frame.width, at)) }
                 _ = freezes.frame(at: at, timestamp: frame.timestamp)
                 decoder?.decode(frame, now: at)
@@ -168,6 +177,7 @@ package final class StreamFollower {
         stats.recoveredPackets = missing.counts.recovered
         stats.givenUpPackets = missing.counts.givenUp
         stats.nackRoundTripMs = missing.roundTrip.map { Double($0) / 1e6 }
+        stats.framesEachSecond = framesEachSecond
         if let decoder {
             stats.framesDecoded = decoder.decoded
             stats.decodeErrors = decoder.errors

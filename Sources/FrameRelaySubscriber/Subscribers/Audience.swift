@@ -16,7 +16,7 @@ public final class Audience {
     private var sessions: [(group: Int, viewer: JanusViewer)] = []
     private var groupErrors: [Int: String] = [:]
     /// Each group's mountpoint's simulcast layers, asked of Janus at its first join.
-    private var groupLayers: [Int: Int] = [:]
+    private var groupLayers: [Int: (count: Int, bitrates: [Int]?)] = [:]
     private let layerRequests = LayerRequests()
     private var joinedAt: [Int: [Double]] = [:]
     /// Janus ends a session silent for 60 s.
@@ -131,14 +131,15 @@ public final class Audience {
         let api = JanusAPI(url: group.janus)
         do {
             let viewer = try JanusViewer(api: api)
-            let layers: Int
+            let described: (count: Int, bitrates: [Int]?)
             do {
-                layers = try groupLayers[index] ?? viewer.layers(of: group.mountpoint)
+                described = try groupLayers[index] ?? viewer.layers(of: group.mountpoint)
             } catch {
                 viewer.destroy()
                 throw error
             }
-            groupLayers[index] = layers
+            groupLayers[index] = described
+            let layers = described.count
             // A viewer of several layers starts on the rule's first rung: the smallest, at its full rate.
             let first = LayerRule(layers: max(1, layers), now: 0).layer
             let watchedAt = MonotonicClock.now()
@@ -170,7 +171,7 @@ public final class Audience {
             }
             let subscriber = try Subscriber(group: index, socket: socket, localAddress: bound, offer: offer, context: context, link: group.link,
                                             decodes: decodes, watchedAt: watchedAt, expectedFrames: expectedFrames,
-                                            layers: layers, session: sessions.count, layerRequests: layerRequests)
+                                            layers: layers, layerBitrates: described.bitrates, session: sessions.count, layerRequests: layerRequests)
             loop.add(subscriber)
             do {
                 try viewer.start(answer: offer.answer(ufrag: subscriber.ufrag, password: subscriber.password, fingerprint: context.fingerprint,
@@ -240,6 +241,8 @@ public final class Audience {
             result.firstFrameMaxMs = firsts.last
         }
         result.freezesPerMinute = viewerSeconds == 0 ? 0 : Double(result.totals.freezes) / (viewerSeconds / 60)
+        result.framesPerSecond = viewerSeconds == 0 ? 0 : Double(result.totals.framesDecodable) / viewerSeconds
+        result.kbitPerSecond = viewerSeconds == 0 ? 0 : Double(result.totals.bytesReceived) * 8 / 1000 / viewerSeconds
         return result
     }
 }

@@ -40,6 +40,9 @@ public struct AudienceReport: Codable, Sendable {
         public var firstFrameMaxMs: Double?
         /// Freezes per viewer-minute, and keyframe waits.
         public var freezesPerMinute = 0.0
+        /// Per viewer: decodable frames a second and kilobits a second received, over the time watched.
+        public var framesPerSecond = 0.0
+        public var kbitPerSecond = 0.0
         /// Decoded pictures whose stamp is the frame that last changed the picture the host sent with that PictureID, and those whose stamp is not.
         public var picturesMatched: UInt64 = 0
         public var picturesMismatched: UInt64 = 0

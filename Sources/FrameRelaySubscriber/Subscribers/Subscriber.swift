@@ -55,11 +55,11 @@ final class Subscriber {
     /// Since when it watches its layer.
     private var layerSince: UInt64
 
-    /// `layers`: the mountpoint's simulcast layers (one: no choosing);
+    /// `layers`: the mountpoint's simulcast layers (one: no choosing), of `layerBitrates` when it says;
     /// the viewer watches ``LayerRule``'s first rung from `watchedAt`.
     init(group: Int, socket: consuming Socket, localAddress: SocketAddress, offer: JanusOffer, context: DTLSContext,
          link: LinkConditions, decodes: Bool, watchedAt: UInt64, expectedFrames: Int,
-         layers: Int = 1, session: Int = 0, layerRequests: LayerRequests? = nil) throws(SubscriberError) {
+         layers: Int = 1, layerBitrates: [Int]? = nil, session: Int = 0, layerRequests: LayerRequests? = nil) throws(SubscriberError) {
         self.group = group
         self.session = session
         self.layerRequests = layers > 1 ? layerRequests : nil
@@ -80,8 +80,9 @@ final class Subscriber {
         ssrcs = SSRCFilter(offered: offer.ssrcs)
         stats.decodes = decodes
         asking.reserveCapacity(Self.nackBatch)
+        stream.timelineStart = watchedAt
         if layers > 1 {
-            stream.layerRule = LayerRule(layers: layers, now: Double(watchedAt) / 1e6)
+            stream.layerRule = LayerRule(layers: layers, bitrates: layerBitrates, now: Double(watchedAt) / 1e6)
             stats.layer = stream.layerRule?.layer.description
         }
     }
@@ -309,6 +310,7 @@ final class Subscriber {
                 countLayerTime(now: now)
                 stats.layer = step.description
                 stats.layerSwitches += 1
+                if stats.layerSteps.count < 1000 { stats.layerSteps.append(.init(ms: Double(now &- watchedAt) / 1e6, layer: step.description)) }
                 layerRequests.ask(session: session, step)
             }
             // No keyframe yet while frames come, or a keyframe waited for: ask (again) every half second.

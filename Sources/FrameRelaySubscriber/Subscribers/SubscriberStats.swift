@@ -57,6 +57,15 @@ public struct SubscriberStats: Codable, Sendable, Equatable {
     public var layerMs: [String: Double] = [:]
     public var layer: String?
     public var layerSwitches: UInt64 = 0
+    /// Each step the viewer took: ms after it asked to watch, and the layer ("substream/temporal") it moved to.
+    public var layerSteps: [LayerStep] = []
+    /// Decodable frames in each second after it asked to watch.
+    public var framesEachSecond: [UInt16] = []
+
+    public struct LayerStep: Codable, Sendable, Equatable {
+        public var ms: Double
+        public var layer: String
+    }
 
     public init() {}
 

@@ -73,7 +73,8 @@ public enum LoadTestHTML {
         rows += "</table>"
         // What each group of WebRTC viewers through Janus got, per share of each step.
         rows += "<h3>WebRTC viewers through Janus, per link</h3><table><tr><th>step</th><th>share</th><th>viewers</th><th>link</th><th>watching</th><th>lost %</th>"
-            + "<th>NACK recoveries</th><th>PLIs</th><th>keyframe waits</th><th>freezes / min</th><th>first picture ms (slowest)</th><th>p50 ms</th><th>p99 ms</th><th>pictures checked (wrong)</th></tr>"
+            + "<th>NACK recoveries</th><th>PLIs</th><th>keyframe waits</th><th>freezes / min</th><th>first picture ms (slowest)</th><th>p50 ms</th><th>p99 ms</th><th>pictures checked (wrong)</th>"
+            + "<th>frames/s a viewer</th><th>kbit/s a viewer</th><th>time at each layer</th></tr>"
         for s in watchedSteps {
             for share in s.shares {
                 guard let viewers = share.viewers else { continue }
@@ -82,7 +83,8 @@ public enum LoadTestHTML {
                         + "<td class=\"\(group.watching < group.viewers ? "fail" : "pass")\">\(group.watching) of \(group.viewers)</td><td>\(fixed(group.lossPercent, 2))</td>"
                         + "<td>\(group.recoveredPackets)</td><td>\(group.plisSent)</td><td>\(group.keyframeWaits)</td><td>\(fixed(group.freezesPerMinute, 1))</td>"
                         + "<td>\(group.firstFrameMaxMs.map { fixed($0, 0) } ?? "-")</td><td>\(group.p50Ms.map { fixed($0, 1) } ?? "-")</td><td>\(group.p99Ms.map { fixed($0, 1) } ?? "-")</td>"
-                        + "<td>\(group.picturesChecked) (\(group.picturesWrong))</td></tr>"
+                        + "<td>\(group.picturesChecked) (\(group.picturesWrong))</td><td>\(fixed(group.framesPerSecond, 1))</td><td>\(fixed(group.kbitPerSecond, 0))</td>"
+                        + "<td style=\"text-align:left\">\(group.layersText.isEmpty ? "one layer" : group.layersText.htmlEscaped)</td></tr>"
                 }
             }
         }

@@ -141,6 +141,17 @@ public struct LoadTestReport: Codable, Sendable {
         public var picturesWrong: UInt64
         /// Why viewers failed, when they did.
         public var error: String?
+        /// Per viewer, decodable frames a second and kilobits a second received.
+        public var framesPerSecond = 0.0
+        public var kbitPerSecond = 0.0
+        /// On a simulcast mountpoint: the share of the viewers' time at each layer ("substream/temporal": %), and the switches they made.
+        public var layerPercent: [String: Double] = [:]
+        public var layerSwitches: UInt64 = 0
+
+        /// The time at each layer in one phrase: "0/1 20 %, 1/1 80 %, 3 switches" (empty without layers).
+        public var layersText: String {
+            layerPercent.isEmpty ? "" : layerPercent.keys.sorted().map { "\($0) \(fixed(layerPercent[$0]!, 0)) %" }.joined(separator: ", ") + ", \(layerSwitches) switches"
+        }
 
         public init(link: String, viewers: Int, watching: Int, lossPercent: Double, recoveredPackets: UInt64 = 0, plisSent: UInt64 = 0, keyframeWaits: UInt64 = 0,
                     keyframeWaitMs: Double = 0, freezes: UInt64 = 0, freezesPerMinute: Double = 0, p50Ms: Double?, p99Ms: Double?, firstFrameMaxMs: Double?,

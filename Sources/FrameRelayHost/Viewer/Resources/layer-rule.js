@@ -4,16 +4,18 @@
 // frames it misses and the packets lost after repair. LayerRuleTests runs it
 // (node) on the sequences the Swift type is tested on. The viewer page includes it.
 class LayerRule {
-  constructor(layers, now) {
+  constructor(layers, bitrates, now) {
     this.ladder = [];
     for (let s = 0; s < layers; s++) { this.ladder.push({ substream: s, temporal: 0 }); this.ladder.push({ substream: s, temporal: 1 }); }
+    this.rungBitrates = bitrates && bitrates.length === layers ? bitrates.flatMap(r => [r * LayerRule.baseShare, r]) : null;
+    this.capacity = null; this.framesSeen = 0;
     this.rung = 1; this.hold = LayerRule.firstHold; this.lastSwitch = now; this.lastUp = -Infinity; this.lastTrouble = now;
     this.nextEvaluation = now + LayerRule.evaluateEvery; this.lastExpected = 0; this.lastLost = 0; this.missing = 0;
     this.rtpTime = 0; this.lastTimestamp = null; this.floors = []; this.delaySum = 0; this.delayCount = 0; this.lastFrame = now;
   }
   get layer() { return this.ladder[this.rung]; }
-  // A frame received whole at `now` with RTP timestamp `timestamp`.
-  frame(now, timestamp) {
+  // A frame of `bytes` received whole at `now` with RTP timestamp `timestamp`.
+  frame(now, timestamp, bytes) {
     if (this.lastTimestamp !== null) this.rtpTime += ((timestamp - this.lastTimestamp) | 0) / 90;
     this.lastTimestamp = timestamp;
     const delay = now - this.rtpTime, second = Math.floor(now / 1000);
@@ -24,9 +26,12 @@ class LayerRule {
       this.floors.push({ second: second, delay: delay });
       this.floors = this.floors.filter(f => f.second > second - LayerRule.floorSeconds);
     }
-    this.delaySum += delay - Math.min(...this.floors.map(f => f.delay));
+    const excess = delay - Math.min(...this.floors.map(f => f.delay));
+    this.delaySum += excess;
     this.delayCount++;
     this.lastFrame = now;
+    this.framesSeen++;
+    if (bytes >= LayerRule.probeBytes && this.framesSeen > LayerRule.framesBeforeProbing) this.capacity = { kbps: bytes * 8 / Math.max(excess, 1), at: now };
   }
   // Frames missed: lost for good, or not shown for want of a keyframe.
   missed(frames) { this.missing += frames; }
@@ -42,13 +47,18 @@ class LayerRule {
     this.delaySum = 0; this.delayCount = 0; this.missing = 0;
     if (trouble) {
       this.lastTrouble = now;
-      if (this.rung === 0 || now - this.lastSwitch < LayerRule.switchGap) return null;
-      this.hold = now - this.lastUp < LayerRule.recentUp ? Math.min(LayerRule.longestHold, this.hold * 2) : LayerRule.firstHold;
+      if (this.rung === 0 || (this.lastSwitch !== this.lastUp && now - this.lastSwitch < LayerRule.switchGap)) return null;
+      if (this.lastSwitch === this.lastUp && now - this.lastUp < LayerRule.recentUp) {
+        this.hold = Math.min(LayerRule.longestHold, this.hold * 2);
+      } else if (now - this.lastUp >= LayerRule.recentUp) {
+        this.hold = LayerRule.firstHold;
+      }
       this.rung--;
       this.lastSwitch = now;
       return this.layer;
     }
     if (this.rung >= this.ladder.length - 1 || now - this.lastTrouble < this.hold || now - this.lastSwitch < this.hold) return null;
+    if (this.rungBitrates && this.capacity && now - this.capacity.at < LayerRule.capacityLifetime && this.capacity.kbps < this.rungBitrates[this.rung + 1] * LayerRule.headroom) return null;
     this.rung++;
     this.lastSwitch = now;
     this.lastUp = now;
@@ -56,4 +66,5 @@ class LayerRule {
   }
 }
 LayerRule.evaluateEvery = 500; LayerRule.lossLimit = 0.02; LayerRule.delayLimit = 150; LayerRule.floorSeconds = 10;
-LayerRule.silenceLimit = 2000; LayerRule.switchGap = 1000; LayerRule.firstHold = 5000; LayerRule.longestHold = 40000; LayerRule.recentUp = 10000;
+LayerRule.silenceLimit = 2000; LayerRule.switchGap = 2000; LayerRule.firstHold = 5000; LayerRule.longestHold = 40000; LayerRule.recentUp = 10000;
+LayerRule.probeBytes = 8000; LayerRule.capacityLifetime = 10000; LayerRule.headroom = 1.2; LayerRule.baseShare = 0.6; LayerRule.framesBeforeProbing = 10;

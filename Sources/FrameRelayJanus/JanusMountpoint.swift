@@ -51,6 +51,11 @@ extension JanusStreaming {
     /// host of the same App Group left with as many layers, with the same
     /// ports, so that viewers already watching keep watching.
     public func openMountpoint(for appGroup: AppGroup, bitrates: [Int] = [2500], secret: String?) throws(JanusError) -> JanusMountpoint {
+        try openMountpoint(for: appGroup, bitrates: bitrates, secret: secret, remake: true)
+    }
+
+    /// `remake`: whether a mountpoint left with another layer count may be destroyed and made again (once).
+    private func openMountpoint(for appGroup: AppGroup, bitrates: [Int], secret: String?, remake: Bool) throws(JanusError) -> JanusMountpoint {
         let layers = bitrates.count
         precondition((1...3).contains(layers))
         let id = JanusMountpoint.id(for: appGroup)
@@ -77,15 +82,21 @@ extension JanusStreaming {
             ports = (["port", "port_2", "port_3"].prefix(layers).map { port?[$0]?.unsigned }, port?["rtcp_port"]?.unsigned)
         } catch where error.code == JanusError.idTaken {
             let existing = try call(Self.request("info", mountpoint: id, secret: secret))["info"]
-            let described = JanusMountpoint.layers(inDescription: existing?["description"]?.string ?? "?")
-            let name = existing?["name"]?.string ?? described.name
+            let description = existing?["description"]?.string ?? "?"
+            let described = JanusMountpoint.layers(inDescription: description)
+            // A description that names layers names the App Group before them, whatever their count says.
+            let name = existing?["name"]?.string ?? (description.contains(" layers=") ? String(description.prefix { $0 != " " }) : described.name)
             guard name == appGroup.name else {
                 throw JanusError(url: url.description, code: JanusError.idTaken, reason: "mountpoint \(id) is taken by \"\(name)\", not \(appGroup.name)")
             }
             guard described.layers == layers else {
-                // Left with another layer count: made again (its viewers watch again).
+                // Left with another layer count: made again, once (its viewers watch again).
+                guard remake else {
+                    throw JanusError(url: url.description, code: JanusError.idTaken,
+                                     reason: "mountpoint \(id) of \(appGroup.name) still has \(described.layers) layers after it was destroyed and made again with \(layers)")
+                }
                 try destroy(id: id, secret: secret)
-                return try openMountpoint(for: appGroup, bitrates: bitrates, secret: secret)
+                return try openMountpoint(for: appGroup, bitrates: bitrates, secret: secret, remake: false)
             }
             let media = existing?["media"]?.array?.first
             ports = (["port", "port2", "port3"].prefix(layers).map { media?[$0]?.unsigned }, media?["rtcpport"]?.unsigned)

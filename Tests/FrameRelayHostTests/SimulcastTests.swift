@@ -30,6 +30,8 @@ struct SimulcastTests {
         #expect((0..<2).map { Simulcast().bitrate(stream: $0, top: 2500) } == [625, 2500])
         #expect((0..<3).map { Simulcast(layers: 3).bitrate(stream: $0, top: 2500) } == [156, 625, 2500])
         #expect((0..<2).map { Simulcast().bitrate(stream: $0, top: 400) } == [150, 400])
+        // Never more than half the layer above.
+        #expect((0..<3).map { Simulcast(layers: 3).bitrate(stream: $0, top: 100) } == [25, 50, 100])
         #expect((0..<2).map { Simulcast(bitrates: [300, 1800]).bitrate(stream: $0, top: 2500) } == [300, 1800])
         try Simulcast(layers: 3, bitrates: [100, 500, 2000]).validate()
         for (bad, message) in [(Simulcast(layers: 4), "invalid layer count 4"), (Simulcast(bitrates: [500]), "1 layer bitrates for 2 layers"),

@@ -109,7 +109,10 @@ public final class ContentAwareEncoder {
         // Periodic keyframes only while some receiver cannot ask for one (always when every frame is encoded whole).
         let periodic = damage == nil || periodicKeyframes
         var result = Result(converted: converted, outcome: nil)
-        for size in simulcast.sizes(width: input.width, height: input.height) {
+        let sizes = simulcast.sizes(width: input.width, height: input.height)
+        for layer in layers { layer.stats.sending = sizes.contains { $0.stream == layer.stream } }
+        stats.layers = layers.map(\.stats)
+        for size in sizes {
             let layer = layers[size.stream]
             if damage != nil, !layer.isTop {
                 layer.schedule.prepare(columns: (size.width + 15) / 16, rows: (size.height + 15) / 16)

@@ -12,13 +12,14 @@ public struct Simulcast: Sendable, Equatable {
     public static let minimumSide = 64
     /// With the layer count left to the host, the picture's width from which it sends a lower layer.
     public static let automaticWidth = 640
-    /// A lower layer's bitrate: a quarter of the one above, at least this (LiveKit's rule for a screen share's half-size layer).
+    /// A lower layer's bitrate: a quarter of the one above, at least this
+    /// (LiveKit's rule for a screen share's half-size layer), and never more than half the one above.
     public static let minimumLowerBitrate = 150
 
     /// Layers asked for, 1...3; nil: 2, the lower one sent only where the picture is at least ``automaticWidth`` wide.
     public var layers: Int?
     /// Each layer's bitrate in kbit/s, smallest first; nil: the top layer's is
-    /// the share's bitrate and each below it max(``minimumLowerBitrate``, a quarter of the one above).
+    /// the share's bitrate and each below it max(``minimumLowerBitrate``, a quarter of the one above), at most half of it.
     public var bitrates: [Int]?
 
     public init(layers: Int? = nil, bitrates: [Int]? = nil) {
@@ -66,7 +67,7 @@ public struct Simulcast: Sendable, Equatable {
     public func bitrate(stream: Int, top: Int) -> Int {
         if let bitrates { return bitrates[stream] }
         var rate = top
-        for _ in stream..<(streams - 1) { rate = max(Self.minimumLowerBitrate, rate / 4) }
+        for _ in stream..<(streams - 1) { rate = max(1, min(rate / 2, max(Self.minimumLowerBitrate, rate / 4))) }
         return rate
     }
 }

@@ -33,6 +33,8 @@ final class SimulcastLayer {
 public struct LayerStats: Sendable, Codable, Equatable {
     /// Its stream (Janus's substream): 0 is the smallest.
     public var stream = 0
+    /// Whether the last frame had this layer (a picture too small for it has none).
+    public var sending = false
     public var width = 0
     public var height = 0
     public var bitrateKbps = 0

@@ -43,8 +43,8 @@ public struct ShareStats: Sendable, Codable {
     public var encoded: EncodeStats?
     /// The RTP stream's figures, when the host streams.
     public var transport: TransportStats?
-    /// Each simulcast stream's, smallest first, when the share sends several.
-    public var streams: [TransportStats] = []
+    /// Each simulcast stream's RTP, smallest first, when the share sends several.
+    public var streams: [SimulcastStreamStats] = []
     /// The recording's figures, when the share records (`--record`).
     public var recording: RecordingStats?
     /// The Janus mountpoint the share streams into (`--janus`).
@@ -82,4 +82,23 @@ public struct ShareEvent: Sendable, Codable {
     public var time: UInt64
     public var kind: String
     public var detail: String
+}
+
+/// One simulcast stream's RTP: its SSRC and what it sent and was asked
+/// (the latencies are the whole picture's, in ``ShareStats/transport``).
+public struct SimulcastStreamStats: Sendable, Codable, Equatable {
+    public var ssrc: UInt32
+    public var frames: UInt64
+    public var keyframes: UInt64
+    public var packets: UInt64
+    public var octets: UInt64
+    public var retransmitted: UInt64
+    public var nacked: UInt64
+    public var pli: UInt64
+    public var fir: UInt64
+
+    public init(_ stats: TransportStats) {
+        (ssrc, frames, keyframes, packets, octets) = (stats.ssrc, stats.frames, stats.keyframes, stats.packets, stats.octets)
+        (retransmitted, nacked, pli, fir) = (stats.retransmitted, stats.nacked, stats.pli, stats.fir)
+    }
 }

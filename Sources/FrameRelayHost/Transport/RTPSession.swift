@@ -215,7 +215,7 @@ public final class RTPSession: FrameSink {
     /// The stream's figures, as the share's `transport` (the whole picture's), and each simulcast stream's.
     public func report(into stats: inout ShareStats) {
         stats.transport = summary
-        stats.streams = streams.count > 1 ? streams.map { $0.sender.stats } : []
+        stats.streams = streams.count > 1 ? streams.map { SimulcastStreamStats($0.sender.stats) } : []
     }
 
     /// The whole picture's figures: its sender's, and what the sockets refused.

@@ -23,6 +23,8 @@ final class SampledDecoder {
         func at(scale: Int) -> UInt64? { scale == 1 ? reads[0] : scale == 2 ? reads[1] : scale == 4 ? reads[2] : nil }
     }
 
+    static let smallestScaledCell = 6
+
     init() throws(CodecError) { decoder = try VP8Decoder() }
 
     /// Keeps a packet's payload for the frame it belongs to.
@@ -40,7 +42,11 @@ final class SampledDecoder {
         let ok = decoder.decode(bytes) { picture in
             decoded += 1
             guard let id = frame.pictureID else { return }
-            let reads = [1, 2, 4].map { FrameStamp.read(luma: picture.luma, stride: picture.lumaStride, width: picture.width, height: picture.height, scale: $0) }
+            // A stamp scaled down to cells under 6 pixels is not read: a layer's coding blurs it past telling.
+            let reads = [1, 2, 4].map { scale in
+                scale > 1 && (FrameStamp.cellSize(width: picture.width * scale) ?? 0) / scale < Self.smallestScaledCell ? nil
+                    : FrameStamp.read(luma: picture.luma, stride: picture.lumaStride, width: picture.width, height: picture.height, scale: scale)
+            }
             if reads[0] != nil { stamps.append((id, Scaled(reads: reads), now)) }
         }
         if !ok { errors += 1 }

@@ -223,14 +223,15 @@ public final class Audience {
             result.subscribers.append(member.stats)
             viewerSeconds += Double(now - member.watchedAt) / 1e9
             if let trace {
-                let anchors = trace.anchors(of: group.share, keyframes: member.stream.keyframes)
+                let anchors = trace.anchors(of: group.share, keyframes: member.stream.keyframes, frames: member.stream.frames)
                 for (picture, at) in member.stream.frames {
                     if let found = trace.frame(of: group.share, picture: picture, at: at, anchors: anchors) { latency.record(at - found.sent.captured) }
                 }
                 for (picture, stamp, at) in member.stream.stamps {
                     // A frame the trace does not hold yet (the host writes it a few times a second) is not checked.
-                    guard let found = trace.frame(of: group.share, picture: picture, at: at, anchors: anchors) else { continue }
-                    if found.sent.stamp == stamp.at(scale: found.scale) { result.picturesMatched += 1 } else { result.picturesMismatched += 1 }
+                    // A stamp too small to read at its layer's scale is not checked.
+                    guard let found = trace.frame(of: group.share, picture: picture, at: at, anchors: anchors), let read = stamp.at(scale: found.scale) else { continue }
+                    if found.sent.stamp == read { result.picturesMatched += 1 } else { result.picturesMismatched += 1 }
                 }
             }
         }

@@ -76,17 +76,51 @@ public struct HostTrace: Sendable {
     }
 
     /// The anchors of a viewer of `share` that took `keyframes` (PictureID
-    /// as it saw it, width, when): on a simulcast share, each keyframe is
-    /// the keyframe of the stream of its width that the host sent last
-    /// before it came, and PictureIDs from it on are that stream's, shifted
-    /// as Janus shifted them; on a single-stream share, one anchor with no shift.
-    public func anchors(of share: String, keyframes seen: [(picture: UInt16, width: Int, at: UInt64)]) -> [Anchor] {
+    /// as it saw it, width, when): on a simulcast share, each keyframe
+    /// (Janus shifts PictureIDs at a substream switch, which comes at a
+    /// keyframe; one may go there and back on keyframes the viewer never
+    /// got whole, so a keyframe of the width before may follow a shift) is the keyframe of the stream of
+    /// its width that the host sent before it came, no later than the least
+    /// delay of the `frames` before it allows: of those, the one that makes
+    /// the most of the keyframes after it on the same substream keyframes
+    /// the host sent (Janus keeps PictureIDs' differences within a
+    /// substream, and keyframes come when PLIs ask, at no fixed pace), the
+    /// latest on a tie (a keyframe a later PLI made while this one was
+    /// still on a slow link is so told apart). PictureIDs from it on are
+    /// that stream's, shifted as Janus shifted them. On a single-stream
+    /// share, one anchor with no shift.
+    public func anchors(of share: String, keyframes seen: [(picture: UInt16, width: Int, at: UInt64)],
+                        frames: [(picture: UInt16, at: UInt64)] = []) -> [Anchor] {
         guard let byStream = keyframes[share] else { return [Anchor(from: 0, stream: -1, offset: 0)] }
-        return seen.compactMap { key in
-            let candidates = byStream.compactMap { stream, keys in keys.last { $0.width == key.width && $0.captured <= key.at }.map { (stream, $0) } }
-            guard let (stream, sent) = candidates.max(by: { $0.1.captured < $1.1.captured }) else { return nil }
-            return Anchor(from: key.at, stream: stream, offset: (sent.picture &- key.picture) & 0x7FFF)
+        var anchors: [Anchor] = []
+        var leastDelay: UInt64?
+        var next = 0
+        for (index, key) in seen.enumerated() {
+            let later = seen[(index + 1)...].prefix { $0.width == key.width }
+            // The frames since the last anchor, mapped by it: the link's least delay so far.
+            while next < frames.count, frames[next].at < key.at {
+                if let found = frame(of: share, picture: frames[next].picture, at: frames[next].at, anchors: anchors) {
+                    let delay = frames[next].at &- found.sent.captured
+                    leastDelay = min(leastDelay ?? delay, delay)
+                }
+                next += 1
+            }
+            let latest = key.at &- min(key.at, leastDelay ?? 0)
+            var best: (score: Int, captured: UInt64, anchor: Anchor)?
+            for (stream, keys) in byStream {
+                let pictures = Set(keys.filter { $0.width == key.width }.map(\.picture))
+                // The last few of its keyframes the link could have brought by then.
+                for sent in keys.filter({ $0.width == key.width && $0.captured <= latest }).suffix(8) {
+                    let offset = (sent.picture &- key.picture) & 0x7FFF
+                    let score = later.filter { pictures.contains(($0.picture &+ offset) & 0x7FFF) }.count
+                    if best == nil || score > best!.score || (score == best!.score && sent.captured > best!.captured) {
+                        best = (score, sent.captured, Anchor(from: key.at, stream: stream, offset: offset))
+                    }
+                }
+            }
+            if let best { anchors.append(best.anchor) }
         }
+        return anchors
     }
 
     /// The frame behind PictureID `picture` that a viewer with `anchors`

@@ -59,6 +59,8 @@ struct Demo: ParsableCommand {
         ]
         var encoding = SharePipeline.Options()
         encoding.settings.keyframeInterval = keyframeInterval
+        // Into Janus, layers for its viewers to pick from (as `frame-relay --janus` sends them).
+        encoding.simulcast = janus ? Simulcast() : Simulcast(layers: 1)
         var share = Host.Configuration.Share(group: group, encoding: encoding)
         if let rtp {
             share.streaming.destinations = [rtp]

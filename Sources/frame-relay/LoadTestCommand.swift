@@ -41,6 +41,8 @@ struct LoadTest: ParsableCommand {
     })
     var content = "pattern"
     @Flag("encode-every-frame", help: "Encode every frame whole (default: only what changed).") var encodeEveryFrame
+    @Option("layers", "N", in: 1...Simulcast.maxLayers, help: "With --janus, simulcast layers per share (default: 2 where the picture is at least 640 wide; 1: the whole picture alone).")
+    var layers: Int?
     @Option("bitrate", "KBPS", in: 1...100_000, help: "VP8 bitrate per share.") var bitrate = 1500
     @Option("duration", "SECONDS", in: 1...3600, help: "Length of each step.") var duration = 10.0
     @Option("max-drop-percent", "PCT", in: 0...100, help: "Objective: drops below this on every share.") var maxDropPercent = 1.0
@@ -64,7 +66,7 @@ struct LoadTest: ParsableCommand {
 
     func checkGiven() throws {
         if $retries.isGiven, !$ramp.isGiven, !$rampViewers.isGiven { throw UsageError("--retries needs --ramp or --ramp-viewers") }
-        let viewing: [any OptionPresence] = [$viewers, $rampViewers, $viewerKind, $viewerLinks, $decodeEvery, $maxViewerLossPercent, $maxViewerP99Milliseconds, $viewer]
+        let viewing: [any OptionPresence] = [$viewers, $rampViewers, $viewerKind, $viewerLinks, $decodeEvery, $maxViewerLossPercent, $maxViewerP99Milliseconds, $viewer, $layers]
         if !$janus.isGiven, let given = viewing.first(where: \.isGiven) { throw UsageError("--\(given.name) needs --janus URL") }
         if $ramp.isGiven, $rampViewers.isGiven { throw UsageError("--ramp and --ramp-viewers ramp different things: give one") }
     }
@@ -101,7 +103,7 @@ struct LoadTest: ParsableCommand {
             let what = counted(count, "share") + (audience.map { " × " + counted($0.viewers, "\($0.kind) viewer") } ?? "")
             log("load-test: \(what) for \(fixed(duration, 0)) s…")
             let result = try runStep(count, groups: appGroupPrefix, simulator: simulator, hosts: min(hosts, count), size: size, fps: fps, format: format, content: content, bitrate: bitrate,
-                                     encodeEveryFrame: encodeEveryFrame, duration: duration, report: results, watch: audience)
+                                     encodeEveryFrame: encodeEveryFrame, layers: layers, duration: duration, report: results, watch: audience)
             // The figures judged first: those after the warm-up when the step had one, then the whole step's.
             let verdict = result.interrupted ? "interrupted after \(fixed(result.seconds, 1)) of \(fixed(duration, 1)) s, not judged" : result.passed ? "held" : "did not hold"
             let whole = "drops \(fixed(result.dropPercent, 2)) %, p99 \(fixed(result.p99Milliseconds, 1)) ms"

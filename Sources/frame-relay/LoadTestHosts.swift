@@ -58,6 +58,7 @@ func hostShares(
         ]
         if encoding.encodeEveryFrame { arguments.append("--encode-every-frame") }
         arguments += janus.flatMap { ["--janus", $0] }
+        if !janus.isEmpty, let layers = encoding.simulcast.layers { arguments += ["--layers", "\(layers)"] }
         if let trace = trace(host) { arguments += ["--trace", trace.path] }
         process.arguments = arguments
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)

@@ -38,7 +38,7 @@ func loadTestGroups(_ prefix: String, count: Int) throws -> [AppGroup] {
 
 func runStep(
     _ count: Int, groups groupPrefix: String, simulator: URL, hosts: Int, size: (width: Int, height: Int), fps: Int, format: PixelFormat, content: String = "pattern",
-    bitrate: Int, encodeEveryFrame: Bool = false, duration: Double, report: LoadTestReport, watch: LoadTestAudience? = nil
+    bitrate: Int, encodeEveryFrame: Bool = false, layers: Int? = nil, duration: Double, report: LoadTestReport, watch: LoadTestAudience? = nil
 ) throws -> LoadTestReport.Step {
     let temporary = URL(fileURLWithPath: NSTemporaryDirectory())
     // A load test killed with -9 could not remove its step's folder: the next one does, once that process is gone.
@@ -69,6 +69,8 @@ func runStep(
     encoding.settings.frameRate = fps
     encoding.settings.concurrentEncoders = count
     encoding.encodeEveryFrame = encodeEveryFrame
+    // Layers for Janus's viewers (as `frame-relay --janus` sends them); without viewers, the whole picture alone.
+    encoding.simulcast = watch == nil ? Simulcast(layers: 1) : Simulcast(layers: layers)
     // The producers start once the hosts are up; the step's time counts from
     // the first. They start one after the other, spread over a second, as
     // users do: started at once, every share's first keyframe would be

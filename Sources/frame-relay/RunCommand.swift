@@ -44,7 +44,7 @@ struct Run: ParsableCommand {
     @Option("packet-size", "BYTES", in: 64...9000, help: "Largest RTP packet.") var packetSize = 1200
     @Option("janus", "URL", help: "Stream each share into a mountpoint of this Janus (its HTTP API, http://HOST:8088/janus); shares are dealt across several in order.", transform: janusURL)
     var janus: [HTTPClient.URL] = []
-    @Option("layers", "N", in: 1...Simulcast.maxLayers, help: "Simulcast layers into Janus, each half the width and height of the one above, each with two temporal layers (default: 2 where the picture is at least 640 wide; 1 is the whole picture alone).")
+    @Option("layers", "N", in: 1...Simulcast.maxLayers, help: "Simulcast layers into Janus, each half the width and height of the one above; with 2 or 3, each has two temporal layers (default: 2 where the picture is at least 640 wide; 1: the whole picture alone, no temporal layers).")
     var layers: Int?
     @Option("layer-bitrates", "KBPS,...", help: "Each layer's bitrate, smallest first (default: --bitrate on top, each below max(150, a quarter of the one above)).", transform: parseBitrates)
     var layerBitrates: [Int]?

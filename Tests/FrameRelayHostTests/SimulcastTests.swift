@@ -41,6 +41,21 @@ struct SimulcastTests {
         }
     }
 
+    @Test func oneLayerHasOneTemporalLayerAndEveryFrameIsAReference() throws {
+        let sink = Streams()
+        var options = SharePipeline.Options()
+        options.settings.threads = 1
+        let share = try InProcessShare("onelayer", width: 320, height: 240, options: options, sinks: [sink])
+        let screen = try ContentScreen(.typing, width: 320, height: 240)
+        for n in 0..<20 {
+            let source = try #require(screen.nextFrame(number: UInt64(n)))
+            _ = try share.relay(source.picture, n, damage: source.damage)
+        }
+        let frames = try #require(sink.frames[0])
+        #expect(frames.count > 5 && frames.allSatisfy { $0.temporal == nil })
+        #expect(share.pipeline.stats.layers.map(\.baseFrames) == [UInt64(frames.count)])
+    }
+
     /// What a share sent on each stream, frame by frame.
     private final class Streams: FrameSink {
         struct Frame { var bytes: [UInt8]; var key: Bool; var temporal: VP8TemporalLayer?; var width: Int }

@@ -134,7 +134,8 @@ public final class VP8Encoder {
             image.stride = (Int32(input.strides.0), Int32(input.strides.1), Int32(input.strides.2), 0)
         }
         var flags: vpx_enc_frame_flags_t = forceKeyframe ? vpx_enc_frame_flags_t(cvpx_eflag_force_kf) : 0
-        let layer = forceKeyframe ? 0 : temporalLayer
+        // One temporal layer: every frame is in it (a reference, as before layers).
+        let layer = forceKeyframe || settings.temporalLayers == 1 ? 0 : temporalLayer
         if settings.temporalLayers > 1 { try control("VP8E_SET_TEMPORAL_LAYER_ID", cvpx_temporal_flags(&context, Int32(layer), &flags)) }
         let duration = UInt(90_000 / settings.frameRate)
         let status = vpx_codec_encode(&context, &image, pts, duration, flags, UInt(cvpx_dl_realtime))

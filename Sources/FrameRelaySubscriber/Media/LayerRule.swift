@@ -4,14 +4,18 @@
 /// ``evaluateEvery`` + ``switchGap`` of trouble; it steps up one rung once
 /// the link has held the current rung for ``firstHold`` with no trouble.
 /// A step up also waits until the link has room for the rung above, when
-/// the mountpoint says its layers' bitrates and a large frame measured the
-/// link lately: a frame of ``probeBytes`` or more arrives late against the
-/// others by about its size over the link's rate (a packet train), so its
-/// size over its lateness is the link's capacity, and a step up needs
-/// ``headroom`` times the rung's bitrate (a base temporal layer carries
-/// ``baseShare`` of its layer's). On a link of 1 Mbit/s a viewer so stays
-/// on the small layer instead of trying the large one, whose keyframe alone
-/// would fill the link's queue.
+/// the mountpoint says its layers' bitrates: each frame's delay grows with
+/// its size by one over the link's rate (its packets leave the narrowest
+/// hop one after another), so the slope of delay against size over the
+/// last ``capacityFrames`` frames gives the link's capacity, without a
+/// probe (frames of the two temporal layers and keyframes differ enough in
+/// size), and a step up needs ``headroom`` times the rung's bitrate (a base
+/// temporal layer carries ``baseShare`` of its layer's). On a link of
+/// 1 Mbit/s a viewer so stays on the small layer instead of trying the
+/// large one, whose keyframe alone would fill the link's queue, and when
+/// the link widens again it sees the room at once. Where the link has
+/// ``ampleRoom`` times the rung above's bitrate, the first hold is
+/// ``quickHold``: a free link reaches the whole picture in seconds.
 /// After a step down it judges the link again only ``switchGap`` later:
 /// Janus moves a viewer at the next keyframe, and the queue the rung above
 /// built drains meanwhile.
@@ -48,22 +52,22 @@ struct LayerRule {
     static let firstHold = 5000.0
     static let longestHold = 40_000.0
     static let recentUp = 10_000.0
-    static let probeBytes = 8000
-    /// How long a capacity measured holds.
-    static let capacityLifetime = 10_000.0
+    /// Frames the capacity is measured over, the least to say anything, and the spread of their sizes it needs (bytes).
+    static let capacityFrames = 60
+    static let capacityMinimum = 30
+    static let sizeSpread = 300.0
     static let headroom = 1.2
+    static let ampleRoom = 2.0
+    static let quickHold = 1000.0
     /// The base temporal layer's share of its layer's bitrate (the host's split, ``VP8Settings/baseLayerPercent``).
     static let baseShare = 0.6
-    /// Frames seen before a frame's lateness says anything (the floor needs a few).
-    static let framesBeforeProbing = 10
 
     let ladder: [Layer]
     /// Each rung's bitrate (kbit/s), when the mountpoint said its layers'.
     let rungBitrates: [Double]?
     private(set) var rung: Int
-    /// The link's capacity as the last large frame measured it (kbit/s), and when.
-    private(set) var capacity: (kbps: Double, at: Double)?
-    private var framesSeen = 0
+    /// The last frames' sizes and delays (ms), oldest first, for the capacity.
+    private var sizes: [(bytes: Double, delay: Double)] = []
     var layer: Layer { ladder[rung] }
     private var hold = Self.firstHold
     private var lastSwitch: Double
@@ -107,12 +111,24 @@ struct LayerRule {
             floors.append((second, delay))
             floors.removeAll { $0.second <= second - Self.floorSeconds }
         }
-        let excess = delay - floors.map(\.delay).min()!
-        delaySum += excess
+        delaySum += delay - floors.map(\.delay).min()!
         delayCount += 1
         lastFrame = now
-        framesSeen += 1
-        if bytes >= Self.probeBytes, framesSeen > Self.framesBeforeProbing { capacity = (Double(bytes) * 8 / max(excess, 1), now) }
+        sizes.append((Double(bytes), delay))
+        if sizes.count > Self.capacityFrames { sizes.removeFirst() }
+    }
+
+    /// The link's capacity (kbit/s) from the slope of the last frames' delay
+    /// against their size; nil when too few frames, or too alike in size,
+    /// say it; infinity when delay does not grow with size.
+    var capacity: Double? {
+        guard sizes.count >= Self.capacityMinimum else { return nil }
+        let n = Double(sizes.count)
+        let meanBytes = sizes.reduce(0) { $0 + $1.bytes } / n, meanDelay = sizes.reduce(0) { $0 + $1.delay } / n
+        let spread = sizes.reduce(0) { $0 + ($1.bytes - meanBytes) * ($1.bytes - meanBytes) }
+        guard spread / n >= Self.sizeSpread * Self.sizeSpread else { return nil }
+        let slope = sizes.reduce(0) { $0 + ($1.bytes - meanBytes) * ($1.delay - meanDelay) } / spread
+        return slope > 0 ? 8 / slope : .infinity
     }
 
     /// Frames missed: lost for good, or not shown for want of a keyframe.
@@ -142,8 +158,11 @@ struct LayerRule {
             lastSwitch = now
             return layer
         }
-        guard rung < ladder.count - 1, now - lastTrouble >= hold, now - lastSwitch >= hold else { return nil }
-        if let rates = rungBitrates, let capacity, now - capacity.at < Self.capacityLifetime, capacity.kbps < rates[rung + 1] * Self.headroom { return nil }
+        guard rung < ladder.count - 1 else { return nil }
+        let room = rungBitrates.flatMap { rates in capacity.map { $0 / rates[rung + 1] } }
+        let wait = hold == Self.firstHold && (room ?? 0) >= Self.ampleRoom ? Self.quickHold : hold
+        guard now - lastTrouble >= wait, now - lastSwitch >= wait else { return nil }
+        if let room, room < Self.headroom { return nil }
         rung += 1
         lastSwitch = now
         lastUp = now

@@ -8,7 +8,7 @@ class LayerRule {
     this.ladder = [];
     for (let s = 0; s < layers; s++) { this.ladder.push({ substream: s, temporal: 0 }); this.ladder.push({ substream: s, temporal: 1 }); }
     this.rungBitrates = bitrates && bitrates.length === layers ? bitrates.flatMap(r => [r * LayerRule.baseShare, r]) : null;
-    this.capacity = null; this.framesSeen = 0;
+    this.sizes = [];
     this.rung = 1; this.hold = LayerRule.firstHold; this.lastSwitch = now; this.lastUp = -Infinity; this.lastTrouble = now;
     this.nextEvaluation = now + LayerRule.evaluateEvery; this.lastExpected = 0; this.lastLost = 0; this.missing = 0;
     this.rtpTime = 0; this.lastTimestamp = null; this.floors = []; this.delaySum = 0; this.delayCount = 0; this.lastFrame = now;
@@ -26,12 +26,21 @@ class LayerRule {
       this.floors.push({ second: second, delay: delay });
       this.floors = this.floors.filter(f => f.second > second - LayerRule.floorSeconds);
     }
-    const excess = delay - Math.min(...this.floors.map(f => f.delay));
-    this.delaySum += excess;
+    this.delaySum += delay - Math.min(...this.floors.map(f => f.delay));
     this.delayCount++;
     this.lastFrame = now;
-    this.framesSeen++;
-    if (bytes >= LayerRule.probeBytes && this.framesSeen > LayerRule.framesBeforeProbing) this.capacity = { kbps: bytes * 8 / Math.max(excess, 1), at: now };
+    this.sizes.push({ bytes: bytes, delay: delay });
+    if (this.sizes.length > LayerRule.capacityFrames) this.sizes.shift();
+  }
+  // The link's capacity (kbit/s) from the slope of the last frames' delay against their size; null when unknown.
+  get capacity() {
+    if (this.sizes.length < LayerRule.capacityMinimum) return null;
+    const n = this.sizes.length;
+    const meanBytes = this.sizes.reduce((a, s) => a + s.bytes, 0) / n, meanDelay = this.sizes.reduce((a, s) => a + s.delay, 0) / n;
+    const spread = this.sizes.reduce((a, s) => a + (s.bytes - meanBytes) * (s.bytes - meanBytes), 0);
+    if (spread / n < LayerRule.sizeSpread * LayerRule.sizeSpread) return null;
+    const slope = this.sizes.reduce((a, s) => a + (s.bytes - meanBytes) * (s.delay - meanDelay), 0) / spread;
+    return slope > 0 ? 8 / slope : Infinity;
   }
   // Frames missed: lost for good, or not shown for want of a keyframe.
   missed(frames) { this.missing += frames; }
@@ -57,8 +66,12 @@ class LayerRule {
       this.lastSwitch = now;
       return this.layer;
     }
-    if (this.rung >= this.ladder.length - 1 || now - this.lastTrouble < this.hold || now - this.lastSwitch < this.hold) return null;
-    if (this.rungBitrates && this.capacity && now - this.capacity.at < LayerRule.capacityLifetime && this.capacity.kbps < this.rungBitrates[this.rung + 1] * LayerRule.headroom) return null;
+    if (this.rung >= this.ladder.length - 1) return null;
+    const capacity = this.capacity;
+    const room = this.rungBitrates && capacity !== null ? capacity / this.rungBitrates[this.rung + 1] : null;
+    const wait = this.hold === LayerRule.firstHold && (room === null ? 0 : room) >= LayerRule.ampleRoom ? LayerRule.quickHold : this.hold;
+    if (now - this.lastTrouble < wait || now - this.lastSwitch < wait) return null;
+    if (room !== null && room < LayerRule.headroom) return null;
     this.rung++;
     this.lastSwitch = now;
     this.lastUp = now;
@@ -67,4 +80,4 @@ class LayerRule {
 }
 LayerRule.evaluateEvery = 500; LayerRule.lossLimit = 0.02; LayerRule.delayLimit = 150; LayerRule.floorSeconds = 10;
 LayerRule.silenceLimit = 2000; LayerRule.switchGap = 2000; LayerRule.firstHold = 5000; LayerRule.longestHold = 40000; LayerRule.recentUp = 10000;
-LayerRule.probeBytes = 8000; LayerRule.capacityLifetime = 10000; LayerRule.headroom = 1.2; LayerRule.baseShare = 0.6; LayerRule.framesBeforeProbing = 10;
+LayerRule.capacityFrames = 60; LayerRule.capacityMinimum = 30; LayerRule.sizeSpread = 300; LayerRule.headroom = 1.2; LayerRule.ampleRoom = 2; LayerRule.quickHold = 1000; LayerRule.baseShare = 0.6;

@@ -191,3 +191,36 @@ private final class ContentFrames {
         return SourceFrame(picture, damage: frame.damage)
     }
 }
+
+/// What simulcast layers cost the host: one share encoded as one layer
+/// and as two (the whole picture and a half-size layer, each with two
+/// temporal layers), fed the same 720p frames interleaved, frame by frame,
+/// so both meet the same machine at the same moment: the host's CPU per
+/// frame (its thread's, every layer's encode included) of two layers over one.
+func layersBenchmarks(quick: Bool) throws -> [BenchmarkResult] {
+    let count = quick ? 90 : 300
+    let (width, height) = (1280, 720)
+    var results: [BenchmarkResult] = []
+    for source in ["pattern", "still", "typing"] {
+        let frames = try ContentFrames(source, width: width, height: height, clip: nil)
+        let capacity = try PixelBuffer.capacity(width: width, height: height, format: .i420)
+        let one = try RelayPath(capacity: capacity, settings: VP8Settings(), encodeEveryFrame: false, group: "group.bench.framerelay.layers1")
+        let two = try RelayPath(capacity: capacity, settings: VP8Settings(), encodeEveryFrame: false, simulcast: Simulcast(layers: 2),
+                                group: "group.bench.framerelay.layers2")
+        var cpu = (one: 0.0, two: 0.0)
+        let start = MonotonicClock.now()
+        for n in 0..<count {
+            let frame = try frames.frame(n)
+            let capture = start + UInt64(n) * 33_333_333
+            let a = try one.relay(frame.picture, number: n, captureTime: capture, damage: frame.damage)
+            let b = try two.relay(frame.picture, number: n, captureTime: capture, damage: frame.damage)
+            guard n >= 5 else { continue }  // warm-up: the first keyframes
+            cpu.one += Double(a.cpu)
+            cpu.two += Double(b.cpu)
+        }
+        let frameCount = Double(count - 5)
+        results.append(BenchmarkResult(name: "layers.\(source).720p.two_to_one_layer_cpu_ratio", unit: "x", value: cpu.two / cpu.one,
+            extra: String(format: "host CPU a frame: two layers %.0f µs, one layer %.0f µs", cpu.two / frameCount / 1000, cpu.one / frameCount / 1000)))
+    }
+    return results
+}

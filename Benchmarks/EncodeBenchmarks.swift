@@ -128,13 +128,14 @@ final class RelayPath {
 
     /// `encodeEveryFrame`: as the plain loop does (the comparisons); otherwise only what changed.
     init(capacity: Int, settings: VP8Settings, transport: RTPSession? = nil, viewers: FrameBroadcast? = nil, encodeEveryFrame: Bool = true,
-         group: String = "group.bench.framerelay.encode") throws {
+         simulcast: Simulcast = Simulcast(layers: 1), group: String = "group.bench.framerelay.encode") throws {
         let group = try AppGroup(group)  // fixed names: a crashed run's segment is reclaimed by the next
         producer = try RingProducer(appGroup: group, slotCapacity: capacity)
         host = RingHost(appGroup: group)
         var options = SharePipeline.Options()
         options.settings = settings
         options.encodeEveryFrame = encodeEveryFrame
+        options.simulcast = simulcast
         let sinks: [(any FrameSink)?] = [transport, viewers]
         pipeline = try SharePipeline(options: options, sinks: sinks.compactMap { $0 })
     }

@@ -79,6 +79,7 @@ struct Bench: ParsableCommand {
         try runner.run("encode") { try encodeBenchmarks(quick: runner.quick, clip: clip) }
         try runner.run("stream") { try streamingBenchmarks(quick: runner.quick, clip: clip) }
         try runner.run("content") { try contentBenchmarks(quick: runner.quick, clip: clip, wants: runner.wants) }
+        try runner.run("layers") { try layersBenchmarks(quick: runner.quick) }
         try runner.run("subscriber") { try subscriberBenchmarks(quick: runner.quick) }
         if runSideBySide, let clip {
             for input in [PixelFormat.i420, .nv12, .bgra] {

@@ -36,6 +36,8 @@ struct Demo: ParsableCommand {
     @Flag("quiet", help: "No status line and no host log lines (the viewer's address, errors and the demo's own lines are still said).") var quiet
     @Flag("janus", help: "Start a Janus of our own (Debian's janus) and stream into it, for WebRTC viewers.") var janus
     @Option("janus-port", "PORT", in: 1...65535, help: "Port of that Janus's HTTP API (default: a free one).") var janusPort: Int?
+    @Option("layers", "N", in: 1...Simulcast.maxLayers, help: "With --janus, simulcast layers (default: 2 where the picture is at least 640 wide; 1: the whole picture alone).")
+    var layers: Int?
 
     func validate() throws {
         try checkOutputs([("report", report.map { [$0] } ?? []), ("trace", trace.map { [$0] } ?? [])])
@@ -44,6 +46,7 @@ struct Demo: ParsableCommand {
 
     func checkGiven() throws {
         if $janusPort.isGiven, !$janus.isGiven { throw UsageError("--janus-port needs --janus") }
+        if $layers.isGiven, !$janus.isGiven { throw UsageError("--layers needs --janus: layers are Janus's substreams") }
     }
 
     func run() throws -> Int32 {
@@ -60,7 +63,7 @@ struct Demo: ParsableCommand {
         var encoding = SharePipeline.Options()
         encoding.settings.keyframeInterval = keyframeInterval
         // Into Janus, layers for its viewers to pick from (as `frame-relay --janus` sends them).
-        encoding.simulcast = janus ? Simulcast() : Simulcast(layers: 1)
+        encoding.simulcast = janus ? Simulcast(layers: layers) : Simulcast(layers: 1)
         var share = Host.Configuration.Share(group: group, encoding: encoding)
         if let rtp {
             share.streaming.destinations = [rtp]

@@ -68,6 +68,20 @@ struct SimulcastTests {
         }
     }
 
+    /// Decodes `frames` in order; the stamp each picture reads (at `scale`).
+    private func stamps(_ frames: [Streams.Frame], scale: Int) throws -> [UInt64?] {
+        let decoder = try VP8Decoder()
+        var read: [UInt64?] = []
+        for frame in frames {
+            frame.bytes.withUnsafeBytes { bytes in
+                _ = decoder.decode(bytes) { picture in
+                    read.append(FrameStamp.read(luma: picture.luma, stride: picture.lumaStride, width: picture.width, height: picture.height, scale: scale))
+                }
+            }
+        }
+        return read
+    }
+
     /// Decodes `frames` in order; the last picture's luma, row by row, and how many failed.
     private func decode(_ frames: [Streams.Frame]) throws -> (luma: [UInt8], errors: Int, count: Int) {
         let decoder = try VP8Decoder()
@@ -81,6 +95,45 @@ struct SimulcastTests {
             }
         }
         return (luma, decoder.errors, count)
+    }
+
+    @Test(arguments: [("typing", PixelFormat.i420), ("mixed", .i420), ("scrolling", .i420), ("typing", .nv12), ("pattern", .nv12), ("pattern", .i420)])
+    func everyFrameOfEveryLayerShowsThePictureOfItsFrame(content: String, format: PixelFormat) throws {
+        let (width, height) = (1280, 720)
+        var options = SharePipeline.Options()
+        options.settings.threads = 1
+        options.simulcast = Simulcast()
+        let sink = Streams()
+        let share = try InProcessShare("layerstamps", width: width, height: height, options: options, sinks: [sink])
+        let screen: any FrameSource = content == "pattern" ? try SyntheticScreen(width: width, height: height, format: format)
+            : try ContentScreen(ContentScreen.Content(rawValue: content)!, width: width, height: height, format: format)
+        var expected: [UInt64] = []  // the stamp of each frame encoded on the top layer, in order
+        var lowExpected: [UInt64] = []
+        for n in 0..<90 {
+            let source = try #require(try screen.nextFrame(number: UInt64(n)))
+            // A viewer joins mid-stream (a PLI): keyframes on every layer, which a viewer may switch to.
+            if n == 41 { share.pipeline.requestKeyframe() }
+            let before = (sink.frames[1]?.count ?? 0, sink.frames[0]?.count ?? 0)
+            _ = try share.relay(source.picture, n, damage: source.damage)
+            let stamp = try #require(FrameStamp.read(luma: UnsafeRawBufferPointer(start: source.picture.plane(0), count: source.picture.stride(0) * height),
+                                                     stride: source.picture.stride(0), width: width, height: height))
+            if (sink.frames[1]?.count ?? 0) > before.0 { expected.append(stamp) }
+            if (sink.frames[0]?.count ?? 0) > before.1 { lowExpected.append(stamp) }
+        }
+        let top = try stamps(try #require(sink.frames[1]), scale: 1), low = try stamps(try #require(sink.frames[0]), scale: 2)
+        let wrongTop = zip(top, expected).filter { $0 != $1 }.count, wrongLow = zip(low, lowExpected).filter { $0 != $1 }.count
+        #expect(top.count == expected.count && wrongTop == 0, "top: \(wrongTop) of \(top.count) wrong")
+        #expect(low.count == lowExpected.count && wrongLow == 0, "low: \(wrongLow) of \(low.count) wrong")
+        // A viewer of the base temporal layer alone (Janus dropping the upper one) sees each base frame's picture too,
+        // from the first keyframe and from the one mid-stream (a switch to this layer).
+        for (frames, wanted, scale, from) in [(sink.frames[1]!, expected, 1, 0), (sink.frames[0]!, lowExpected, 2, 0),
+                                              (sink.frames[1]!, expected, 1, sink.frames[1]!.lastIndex(where: \.key)!),
+                                              (sink.frames[0]!, lowExpected, 2, sink.frames[0]!.lastIndex(where: \.key)!)] {
+            let base = zip(frames, wanted).dropFirst(from).filter { $0.0.temporal?.id == 0 }
+            let read = try stamps(base.map(\.0), scale: scale)
+            let wrong = zip(read, base.map(\.1)).filter { $0 != $1 }.count
+            #expect(read.count == base.count && wrong == 0, "base layer alone, scale \(scale): \(wrong) of \(read.count) wrong")
+        }
     }
 
     @Test func everyLayerAndItsBaseTemporalLayerAloneDecodeToTheLastPicture() throws {

@@ -15,7 +15,7 @@ import FrameRelayJanus
         let group = uniqueGroup("janus")
         let mountpoint = JanusMountpoint.id(for: group)
         let run = inNamespace("""
-            $FR demo --app-group \(group.name) --janus --janus-port 18188 --http 10.200.0.1:18180 --size 640x360 --fps 30 \
+            $FR demo --app-group \(group.name) --janus --janus-port 18188 --http 10.200.0.1:18180 --size 640x360 --fps 30 --layers 1 \
               --duration 16 --report $D/host.json --trace $D/trace.jsonl > $D/demo.log 2>&1 &
             \(waitFor("first-frame", in: "$D/demo.log"))
             ss -ltnH 'sport = :18188' | awk '{print "janus listens on", $4}'

@@ -237,7 +237,8 @@ import Testing
         let (janus, port) = try fakeJanus(#"b'{"janus":"success","data":{"id":7},"plugindata":{"data":{"stream":{"ports":[{"port":\#(ports[0]),"rtcp_port":\#(ports[1])}]}}}}'"#)
         defer { janus.signal(SIGTERM) }
         let group = uniqueGroup("janusports")
-        let h = host([group], ["--janus", "http://127.0.0.1:\(port)/janus", "--duration", "6"])
+        // One layer: the fake Janus gives the ports of a mountpoint without simulcast.
+        let h = host([group], ["--janus", "http://127.0.0.1:\(port)/janus", "--layers", "1", "--duration", "6"])
         let p = producer(group, ["--size", "320x240", "--fps", "30", "--duration", "8", "--quiet"])
         defer { p.signal(SIGTERM); _ = p.wait() }
         #expect(h.waitForLog("RTP to port \(ports[0]), RTCP to \(ports[1])"), "\(h.stderr)")

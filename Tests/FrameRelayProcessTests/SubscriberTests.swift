@@ -131,14 +131,15 @@ import FrameRelayJanus
     /// no freeze in the host's own silences and every picture is the one
     /// the host sent (its stamp the frame that last changed it); over 2 %
     /// loss the pictures are still right, and the waits for a keyframe the
-    /// link caused are freezes.
+    /// link caused are freezes. One layer: what layers do to the figures is
+    /// simulcastViewersPickTheLayerTheirLinkCarries's.
     @Test(arguments: [false, true])
     func aContentScreenFreezesOnlyWhereTheViewerMissedSomething(encodeEveryFrame: Bool) throws {
         let run = inNamespace("""
             $FR janus --address 10.200.0.1 --port 18188 > $D/janus.log 2>&1 & J=$!
             \(waitFor("Ctrl-C", in: "$D/janus.log"))
             $FR load-test --sessions 1 --janus \(Self.janus) --viewers 4 --viewer-link perfect --viewer-link loss=2%,delay=40ms --decode-every 1 \
-              --content mixed --size 640x360 --fps 15 --duration 16 \(encodeEveryFrame ? "--encode-every-frame" : "") --report $D/load.json --html $D/load.html
+              --content mixed --size 640x360 --fps 15 --duration 16 --layers 1 \(encodeEveryFrame ? "--encode-every-frame" : "") --report $D/load.json --html $D/load.html
             echo "load-test exit $?"
             kill -INT $J; wait
             """, timeout: 120)

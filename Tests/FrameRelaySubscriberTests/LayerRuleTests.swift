@@ -105,13 +105,13 @@ import Testing
     /// Through 1 Mbit/s each frame comes 8 ms a kilobyte late (a keyframe
     /// 160 ms): the link has room for the small layer (625 kbit/s), not for
     /// the large one's base layer (1,500), so the viewer stays; through
-    /// 5 Mbit/s it has twice the room each rung needs and steps up a second apart.
+    /// 5 Mbit/s it steps up as on a free link.
     static let narrow = link("1 Mbit/s", seconds: 30, bitrates: [625, 2500], capacity: 1000)
     static let wide = link("5 Mbit/s", seconds: 30, bitrates: [625, 2500], capacity: 5000)
 
     @Test func aViewerStepsUpOnlyWhenItsFramesShowTheLinkHasRoomForTheRungAbove() {
         #expect(Self.at(Self.swift(Self.narrow)) == [])
-        #expect(Self.at(Self.swift(Self.wide)) == ["1 1/0", "2 1/1"])
+        #expect(Self.at(Self.swift(Self.wide)) == ["5 1/0", "10 1/1"])
         // Without the layers' bitrates, the rule cannot tell: it tries.
         var unknown = Self.narrow
         unknown.bitrates = nil

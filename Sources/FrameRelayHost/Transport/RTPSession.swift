@@ -218,9 +218,19 @@ public final class RTPSession: FrameSink {
         stats.streams = streams.count > 1 ? streams.map { SimulcastStreamStats($0.sender.stats) } : []
     }
 
-    /// The whole picture's figures: its sender's, and what the sockets refused.
+    /// The whole picture's figures: its sender's, and what the sockets
+    /// refused; with simulcast streams, the feedback (RTCP, PLI, FIR, NACK)
+    /// every stream's sender took (Janus names substream 0 in its PLIs).
     public var summary: TransportStats {
         var stats = streams[streams.count - 1].sender.stats
+        for stream in streams.dropLast() {
+            let other = stream.sender.stats
+            stats.pli += other.pli
+            stats.fir += other.fir
+            stats.nacked += other.nacked
+            stats.rtcpReceived += other.rtcpReceived
+            stats.receiverReports += other.receiverReports
+        }
         stats.sendErrors = sendErrors
         stats.lastSendError = lastSendError
         return stats

@@ -13,9 +13,7 @@
 /// temporal layer carries ``baseShare`` of its layer's). On a link of
 /// 1 Mbit/s a viewer so stays on the small layer instead of trying the
 /// large one, whose keyframe alone would fill the link's queue, and when
-/// the link widens again it sees the room at once. Where the link has
-/// ``ampleRoom`` times the rung above's bitrate, the first hold is
-/// ``quickHold``: a free link reaches the whole picture in seconds.
+/// the link widens again it sees the room at once.
 /// After a step down it judges the link again only ``switchGap`` later:
 /// Janus moves a viewer at the next keyframe, and the queue the rung above
 /// built drains meanwhile.
@@ -57,8 +55,6 @@ struct LayerRule {
     static let capacityMinimum = 30
     static let sizeSpread = 300.0
     static let headroom = 1.2
-    static let ampleRoom = 2.0
-    static let quickHold = 1000.0
     /// The base temporal layer's share of its layer's bitrate (the host's split, ``VP8Settings/baseLayerPercent``).
     static let baseShare = 0.6
 
@@ -158,11 +154,8 @@ struct LayerRule {
             lastSwitch = now
             return layer
         }
-        guard rung < ladder.count - 1 else { return nil }
-        let room = rungBitrates.flatMap { rates in capacity.map { $0 / rates[rung + 1] } }
-        let wait = hold == Self.firstHold && (room ?? 0) >= Self.ampleRoom ? Self.quickHold : hold
-        guard now - lastTrouble >= wait, now - lastSwitch >= wait else { return nil }
-        if let room, room < Self.headroom { return nil }
+        guard rung < ladder.count - 1, now - lastTrouble >= hold, now - lastSwitch >= hold else { return nil }
+        if let rates = rungBitrates, let capacity, capacity < rates[rung + 1] * Self.headroom { return nil }
         rung += 1
         lastSwitch = now
         lastUp = now

@@ -66,12 +66,9 @@ class LayerRule {
       this.lastSwitch = now;
       return this.layer;
     }
-    if (this.rung >= this.ladder.length - 1) return null;
+    if (this.rung >= this.ladder.length - 1 || now - this.lastTrouble < this.hold || now - this.lastSwitch < this.hold) return null;
     const capacity = this.capacity;
-    const room = this.rungBitrates && capacity !== null ? capacity / this.rungBitrates[this.rung + 1] : null;
-    const wait = this.hold === LayerRule.firstHold && (room === null ? 0 : room) >= LayerRule.ampleRoom ? LayerRule.quickHold : this.hold;
-    if (now - this.lastTrouble < wait || now - this.lastSwitch < wait) return null;
-    if (room !== null && room < LayerRule.headroom) return null;
+    if (this.rungBitrates && capacity !== null && capacity < this.rungBitrates[this.rung + 1] * LayerRule.headroom) return null;
     this.rung++;
     this.lastSwitch = now;
     this.lastUp = now;
@@ -80,4 +77,4 @@ class LayerRule {
 }
 LayerRule.evaluateEvery = 500; LayerRule.lossLimit = 0.02; LayerRule.delayLimit = 150; LayerRule.floorSeconds = 10;
 LayerRule.silenceLimit = 2000; LayerRule.switchGap = 2000; LayerRule.firstHold = 5000; LayerRule.longestHold = 40000; LayerRule.recentUp = 10000;
-LayerRule.capacityFrames = 60; LayerRule.capacityMinimum = 30; LayerRule.sizeSpread = 300; LayerRule.headroom = 1.2; LayerRule.ampleRoom = 2; LayerRule.quickHold = 1000; LayerRule.baseShare = 0.6;
+LayerRule.capacityFrames = 60; LayerRule.capacityMinimum = 30; LayerRule.sizeSpread = 300; LayerRule.headroom = 1.2; LayerRule.baseShare = 0.6;

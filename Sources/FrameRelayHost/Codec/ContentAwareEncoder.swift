@@ -111,7 +111,6 @@ public final class ContentAwareEncoder {
         var result = Result(converted: converted, outcome: nil)
         let sizes = simulcast.sizes(width: input.width, height: input.height)
         for layer in layers { layer.stats.sending = sizes.contains { $0.stream == layer.stream } }
-        stats.layers = layers.map(\.stats)
         for size in sizes {
             let layer = layers[size.stream]
             if damage != nil, !layer.isTop {
@@ -126,6 +125,7 @@ public final class ContentAwareEncoder {
                 result.outcome = outcome
             }
         }
+        stats.layers = layers.map(\.stats)
         return result
     }
 
@@ -226,7 +226,6 @@ public final class ContentAwareEncoder {
             stats.height = input.height
             stats.threads = encoder.threads
         }
-        stats.layers = layers.map(\.stats)
         return outcome
     }
 }

@@ -107,7 +107,7 @@ struct LayerRule {
             floors.append((second, delay))
             floors.removeAll { $0.second <= second - Self.floorSeconds }
         }
-        delaySum += delay - floors.map(\.delay).min()!
+        delaySum += delay - floors.reduce(Double.infinity) { min($0, $1.delay) }
         delayCount += 1
         lastFrame = now
         sizes.append((Double(bytes), delay))

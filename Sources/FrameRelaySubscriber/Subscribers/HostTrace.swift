@@ -135,11 +135,6 @@ public struct HostTrace: Sendable {
 
     /// Whether the trace has anything of `share`.
     public func has(_ share: String) -> Bool { sent[share] != nil }
-
-    /// The frame `share` sent with `picture` most recently before `time` (CLOCK_MONOTONIC ns), on a single-stream share.
-    public func frame(of share: String, picture: UInt16, before time: UInt64) -> Sent? {
-        sent[share]?[-1]?[picture]?.last { $0.captured <= time }
-    }
 }
 
 /// A host trace that cannot be used.

@@ -145,6 +145,9 @@ final class RelayPath {
         host.detach()
     }
 
+    /// Records the frames whose timing waited on the pacer (after the pipeline finished).
+    func finishTimings() { pipeline.finishedTimings(waiting: false) { latency.record($0) } }
+
     /// Publishes and relays one frame stamped `captureTime` (the encoder's
     /// clock, as the plain loop's); returns host-side ns, publish → encoded ns
     /// measured from this call, the ring write's ns, the host side's CPU ns
@@ -165,7 +168,7 @@ final class RelayPath {
                 try pipeline.process(&frame)
                 let end = MonotonicClock.now()
                 let cpu = Processor.threadCPUNanoseconds() - cpuStart
-                latency.record(frame.timing)
+                pipeline.finishedTimings { latency.record($0) }
                 return (end - takeStart, end - entry, write, cpu, frame.timing.encoded != 0)
             case .invalidFrame(let reason): throw UsageError("benchmark frame invalid: \(reason)")
             default: continue
@@ -262,6 +265,9 @@ func streamingBenchmarks(quick: Bool, clip: String?) throws -> [BenchmarkResult]
             _ = transport.poll(now: MonotonicClock.now())
             if n >= 5 { plainTimes.add(Double(p) / 1000) }
         }
+        // The last frames' packets leave the pacer.
+        relay.pipeline.finish()
+        relay.finishTimings()
         let sent = relay.latency.captureToSentSummary
         let name = "stream.\(source).\(width)x\(height)p30"
         results.append(BenchmarkResult(name: name + ".capture_to_sent.p50", unit: "us", value: sent.p50,

@@ -151,6 +151,7 @@ struct SideBySide {
         // With `keep`, its stage times in the host's trace shape, to set beside ours frame by frame.
         var trace: [FrameTiming] = []
         trace.reserveCapacity(keep ? count : 0)
+        var completed = 0
         let started = try feed("plain") { n, frame, captured, media in
             _ = rtp.poll(now: MonotonicClock.now())
             if frame.format == .bgra { _ = plainConvert(frame, into: picture) }
@@ -160,12 +161,15 @@ struct SideBySide {
             let keyframe = keyframes.isDue(width: input.width, height: input.height, pts: encoder.timestamp(for: media), periodic: true)
             let outcome = try encoder.encode(input, captureTime: media, keyframe: keyframe) { packet in
                 if keep, timing.encoded == 0 { timing.encoded = MonotonicClock.now() }
-                rtp.send(packet, captureTime: media)
-                if keep { timing.sent = MonotonicClock.now() }
+                rtp.deliver(packet, captureTime: media, timing: &timing)
             }
             keyframes.encoded(outcome, width: input.width, height: input.height)
             if keep { trace.append(timing) }
+            // When each frame's last packet left the pacer, as the host's trace says it.
+            while completed < trace.count, rtp.complete(&trace[completed]) { completed += 1 }
         }
+        rtp.finish()
+        while completed < trace.count, rtp.complete(&trace[completed]) { completed += 1 }
         if keep {
             try trace.map { $0.jsonLine(share: "plain") }.joined().write(to: work.appendingPathComponent("plain-trace.jsonl"), atomically: true, encoding: .utf8)
         }

@@ -66,6 +66,18 @@ static inline void cvpx_temporal_layers(vpx_codec_enc_cfg_t *cfg, unsigned kbps,
     cfg->ts_layer_id[1] = 1;
 }
 
+/// Sets a running encoder's target bitrate (and its temporal layers', the
+/// base keeping its share), as libwebrtc does on a new estimate: the rate
+/// control follows from the next frame, with no keyframe.
+static inline vpx_codec_err_t cvpx_set_bitrate(vpx_codec_ctx_t *ctx, vpx_codec_enc_cfg_t *cfg, unsigned kbps, unsigned base_pct) {
+    cfg->rc_target_bitrate = kbps;
+    if (cfg->ts_number_layers == 2) {
+        cfg->ts_target_bitrate[0] = kbps * base_pct / 100;
+        cfg->ts_target_bitrate[1] = kbps;
+    }
+    return vpx_codec_enc_config_set(ctx, cfg);
+}
+
 /// The frame flags of a frame of temporal layer `layer` (0 or 1), after
 /// setting the layer for the rate control. A TL0 frame references and
 /// updates only the last TL0 frame (LAST); a TL1 frame references only that

@@ -8,10 +8,15 @@ import FrameRelaySystem
 /// and bytes, transmits what ``poll(now:_:)`` hands back, and calls again
 /// by the deadline it returns.
 ///
-/// Pacing: a frame's packets leave in bursts of ``Configuration/burstPackets``,
-/// ``Configuration/burstGap`` apart from when the frame came, so that a
-/// keyframe's hundreds of packets do not reach the network at once.
-/// Resends answer NACKs from the last 1,024 packets (``RetransmissionHistory``).
+/// Pacing (a token bucket, in the manner of libwebrtc's pacer): packets
+/// leave in order at ``Configuration/pacingFactor`` times the stream's
+/// target bitrate, with up to ``Configuration/burstInterval`` of that rate
+/// at once after a pause, so a typical frame goes at once and a keyframe's
+/// hundreds of packets are spread out rather than overflowing a narrow
+/// link's queue. A queue that would take longer than
+/// ``Configuration/maxQueueTime`` to drain at that rate is sent faster,
+/// to drain in that time. Resends answer NACKs from the last 1,024 packets
+/// (``RetransmissionHistory``) at once, outside the pacing.
 package struct RTPSender: ~Copyable {
     package struct Configuration: Sendable {
         package var ssrc: UInt32
@@ -19,9 +24,21 @@ package struct RTPSender: ~Copyable {
         package var maxPacketSize = 1200
         /// How many destinations get the stream (each one's feedback is told apart).
         package var destinations = 1
-        /// Packets sent back to back before a pause, and the pause.
-        package var burstPackets = 16
-        package var burstGap: UInt64 = 300_000
+        /// The stream's target bitrate, bits/s (the encoder's); the pacing
+        /// rate is ``pacingFactor`` times it (``RTPSender/setTargetBitrate(_:)`` changes it).
+        package var targetBitrate = 2_500_000
+        /// libwebrtc paces at 2.5 times the target: room for the encoder's
+        /// overshoot on a big change without letting a keyframe out at once.
+        package var pacingFactor = 2.5
+        /// How much of the pacing rate may leave at once after a pause (libwebrtc's burst interval).
+        package var burstInterval: UInt64 = 40_000_000
+        /// The longest the queue may take to drain: past it, packets leave faster.
+        package var maxQueueTime: UInt64 = 500_000_000
+        /// Whether the target follows the receivers' reports (``BitrateController``),
+        /// between ``floorBitrate`` and the target it started at.
+        package var adapts = false
+        /// LiveKit's floor for a screen share's layer, bits/s.
+        package var floorBitrate = 150_000
         /// How often a Sender Report goes out. A receiver learns from the
         /// first one where to send its feedback (the sender's RTCP port is
         /// ephemeral), so a receiver joining mid-stream can ask for its
@@ -58,7 +75,7 @@ package struct RTPSender: ~Copyable {
         }
     }
 
-    package let configuration: Configuration
+    package private(set) var configuration: Configuration
     /// The wall clock's NTP time (RFC 3550: seconds since 1900 in the high
     /// 32 bits, the fraction in the low), for Sender Reports.
     private let wallClock: () -> UInt64
@@ -66,17 +83,26 @@ package struct RTPSender: ~Copyable {
     private var history: RetransmissionHistory
     private let scratch: UnsafeMutableRawPointer
     /// Packets written into the history and sent in order from `firstQueued`:
-    /// `queued` of them, `queuedSent` gone. Those from `pacedFrom` on leave
-    /// in bursts from `pacedSince`; those before it (a frame's rest when the
-    /// next came) are due at once.
+    /// `queued` of them, `queuedSent` gone, `queuedBytes` still waiting.
     private var firstQueued: UInt16 = 0
     private var queued = 0
     private var queuedSent = 0
-    private var pacedFrom = 0
-    private var pacedSince: UInt64 = 0
+    private var queuedBytes = 0
+    /// The token bucket, in whole numbers so that a deadline is exact: the
+    /// bytes that may leave (negative: owed) as of `budgetTime`, times 10^9,
+    /// refilled at `rate` bytes/s (so by `rate` a nanosecond).
+    private var budget: Int64 = 0
+    private var budgetTime: UInt64?
+    private var rate: Int64
+    /// Packets handed out of the queue so far (sent, or counted as overwritten), and queued so far:
+    /// a frame whose ``send(_:keyframe:layer:captureTime:now:)`` returned `through` has left once `released` reaches it.
+    package private(set) var released: UInt64 = 0
+    private var enqueued: UInt64 = 0
     /// NACKed sequence numbers to send again at the next poll.
     private var resends: [UInt16] = []
     private var feedback = RTCP.Feedback()
+    /// The target from the receivers' reports, when the stream adapts.
+    package private(set) var controller: BitrateController?
     private var lastFIRSequence: UInt8?
     private var monotonicBase: UInt64?
     private let rtpBase: UInt32
@@ -90,8 +116,13 @@ package struct RTPSender: ~Copyable {
     /// A stream starting at a random sequence number, PictureID and RTP time (RFC 3550 §5.1) unless given.
     package init(_ configuration: Configuration, sequence: UInt16 = .random(in: 0...UInt16.max), pictureID: UInt16 = .random(in: 0...0x7FFF),
                  rtpBase: UInt32 = .random(in: 0...UInt32.max), wallClock: @escaping () -> UInt64 = WallClock.ntpNow) {
-        precondition(configuration.destinations >= 1 && configuration.burstPackets >= 1)
+        precondition(configuration.destinations >= 1 && configuration.targetBitrate > 0 && configuration.pacingFactor > 0)
         self.configuration = configuration
+        rate = Self.pacingRate(configuration)
+        if configuration.adapts {
+            controller = BitrateController(floor: min(configuration.floorBitrate, configuration.targetBitrate), ceiling: configuration.targetBitrate,
+                                           receivers: configuration.destinations)
+        }
         self.wallClock = wallClock
         packetizer = RTPPacketizer(ssrc: configuration.ssrc, payloadType: configuration.payloadType, maxPacketSize: configuration.maxPacketSize,
                                    sequence: sequence, pictureID: pictureID)
@@ -115,10 +146,11 @@ package struct RTPSender: ~Copyable {
 
     /// Packetizes one frame captured at `captureTime`, arriving at `now`
     /// (`layer`: its temporal layer, when the stream has them): its packets
-    /// are queued, the first burst due at once; returns its PictureID.
-    /// A frame that comes while the one before still waits sends that one's rest first.
+    /// are queued behind any still waiting, paced from `now`. Returns its
+    /// PictureID, and the count ``released`` reaches when its last packet has gone.
     @discardableResult
-    package mutating func send(_ frame: UnsafeRawBufferPointer, keyframe: Bool, layer: VP8TemporalLayer? = nil, captureTime: UInt64, now: UInt64) -> UInt16 {
+    package mutating func send(_ frame: UnsafeRawBufferPointer, keyframe: Bool, layer: VP8TemporalLayer? = nil, captureTime: UInt64,
+                               now: UInt64) -> (pictureID: UInt16, through: UInt64) {
         if monotonicBase == nil {
             monotonicBase = captureTime
             nextSenderReport = now
@@ -127,26 +159,63 @@ package struct RTPSender: ~Copyable {
             firstQueued = packetizer.sequence
             (queued, queuedSent) = (0, 0)
         }
-        // What still waits of the frame before is due at once, ahead of this one's, whose pacing starts now.
-        (pacedFrom, pacedSince) = (queued, now)
+        refill(now: now)
         let pictureID = packetizer.pictureID
         packetizer.packetize(frame, timestamp: rtpTimestamp(captureTime), layer: layer, scratch: scratch) { packet, sequence in
             history.record(packet, sequence: sequence)
             stats.packets += 1
             stats.octets += UInt64(packet.count - RTPPacketizer.headerSize)
+            queuedBytes += packet.count
         }
-        queued = Int(packetizer.sequence &- firstQueued)
+        let added = Int(packetizer.sequence &- firstQueued) - queued
+        queued += added
+        enqueued += UInt64(added)
+        // A queue too long for the pacing rate drains within maxQueueTime instead.
+        rate = max(Self.pacingRate(configuration), Int64(queuedBytes) * 1_000_000_000 / Int64(max(1, configuration.maxQueueTime)))
         stats.frames += 1
         if keyframe { stats.keyframes += 1 }
-        return pictureID
+        return (pictureID, enqueued)
     }
 
-    /// When the next of the queued packets is due (nil: none waits).
-    package var nextPacketDue: UInt64? {
-        guard queuedSent < queued else { return nil }
-        guard queuedSent >= pacedFrom else { return pacedSince }
-        return pacedSince &+ UInt64((queuedSent - pacedFrom) / configuration.burstPackets) * configuration.burstGap
+    /// Sets the target bitrate (bits/s) the pacing follows, from the next frame on.
+    package mutating func setTargetBitrate(_ bitsPerSecond: Int) {
+        precondition(bitsPerSecond > 0)
+        configuration.targetBitrate = bitsPerSecond
     }
+
+    /// Bytes a second: the pacing factor times the target bitrate.
+    private static func pacingRate(_ configuration: Configuration) -> Int64 {
+        max(1, Int64((Double(configuration.targetBitrate) * configuration.pacingFactor / 8).rounded()))
+    }
+
+    /// What the bucket holds at most (×10^9): a burst interval at the pacing rate, at least one packet.
+    private var burstBudget: Int64 {
+        max(Int64(configuration.maxPacketSize), rate * Int64(configuration.burstInterval) / 1_000_000_000) * 1_000_000_000
+    }
+
+    /// Brings the bucket to `now`: what the time since it last did earns, up to a burst.
+    private mutating func refill(now: UInt64) {
+        guard let since = budgetTime else {
+            (budget, budgetTime) = (burstBudget, now)
+            return
+        }
+        guard now > since else { return }
+        // Past a second, the bucket is full whatever it owed.
+        budget = min(burstBudget, budget + Int64(min(now - since, 1_000_000_000)) * rate)
+        budgetTime = now
+    }
+
+    /// When the next of the queued packets is due (nil: none waits): at
+    /// once while the bucket holds bytes, else the first nanosecond it has
+    /// earned back what it owes.
+    package var nextPacketDue: UInt64? {
+        guard queuedSent < queued, let since = budgetTime else { return nil }
+        guard budget <= 0 else { return since }
+        return since &+ UInt64(-budget / rate) &+ 1
+    }
+
+    /// Bytes queued and not yet sent.
+    package var waitingBytes: Int { queuedBytes }
 
     /// Hands `transmit` every datagram due by `now`, in order: resends
     /// first, then the queued packets whose burst is due, then a Sender
@@ -158,10 +227,22 @@ package struct RTPSender: ~Copyable {
             stats.retransmitted += 1
         }
         resends.removeAll(keepingCapacity: true)
-        while let due = nextPacketDue, due <= now {
+        refill(now: now)
+        while queuedSent < queued, budget > 0 {
             // A packet overwritten in the history (a frame of more packets than it holds) is counted, never sent wrong.
-            if let packet = history.packet(firstQueued &+ UInt16(truncatingIfNeeded: queuedSent)) { transmit(packet, .media) } else { stats.overwritten += 1 }
+            if let packet = history.packet(firstQueued &+ UInt16(truncatingIfNeeded: queuedSent)) {
+                transmit(packet, .media)
+                budget -= Int64(packet.count) * 1_000_000_000
+                queuedBytes -= packet.count
+            } else {
+                stats.overwritten += 1
+            }
             queuedSent += 1
+            released += 1
+        }
+        if queuedSent == queued {
+            queuedBytes = 0
+            rate = Self.pacingRate(configuration)
         }
         if let due = nextSenderReport, due <= now {
             nextSenderReport = now + configuration.senderReportInterval
@@ -194,6 +275,16 @@ package struct RTPSender: ~Copyable {
             asked.keyframe = true
         }
         if let lost = feedback.fractionLost { stats.lastFractionLost = Double(lost) / 256 }
+        if let estimate = feedback.estimatedBitrate { stats.estimatedBitrate = estimate }
+        // A receiver's report moves the target: it speaks from its RTCP port, or at least from its host.
+        if var controller, let receiver = fromRTCPPortOf.first ?? fromHostOf.first {
+            if let lost = feedback.fractionLost { controller.report(fractionLost: Double(lost) / 256, from: receiver, now: now) }
+            if let estimate = feedback.estimatedBitrate { controller.remb(estimate, from: receiver, now: now) }
+            self.controller = controller
+            let target = controller.target(now: now)
+            if target != configuration.targetBitrate { setTargetBitrate(target) }
+            stats.targetBitrate = target
+        }
         stats.receiverReports += UInt64(feedback.receiverReports)
         if feedback.pictureLoss || feedback.fullIntraRequest || !feedback.nacked.isEmpty {
             for index in fromHostOf where asks.indices.contains(index) { asks[index] = true }

@@ -18,10 +18,16 @@ public struct TransportStats: Sendable, Codable {
     public var nacked: UInt64 = 0
     public var retransmitted: UInt64 = 0
     public var lastFractionLost: Double = 0
+    /// The last REMB a receiver sent about the stream, bits/s (0: none).
+    public var estimatedBitrate: UInt64 = 0
+    /// The target its receivers' reports set, bits/s (nil: the stream does not adapt).
+    public var targetBitrate: Int?
     /// Packets of a frame larger than the sender's history (1,024 packets) that it no longer held when they were due.
     public var overwritten: UInt64 = 0
     /// Capture → last packet sent (µs), from the share's frame timings.
     public var captureToSent = LatencySummary(count: 0, p50: 0, p90: 0, p99: 0, max: 0, mean: 0)
+    /// Queued → last packet sent (µs): the time the frames spent in the pacer.
+    public var pacer = LatencySummary(count: 0, p50: 0, p90: 0, p99: 0, max: 0, mean: 0)
 
     public init() {}
 }

@@ -105,14 +105,17 @@ import Testing
         #expect(numbers == numbers.sorted())
     }
 
-    /// A large keyframe leaves in paced bursts: the k-th burst of 16 packets
-    /// never before k × 0.3 ms after the first (a lower bound, which sleeping
-    /// guarantees however loaded the machine), and every packet arrives.
-    @Test func keyframesLeaveInPacedBursts() throws {
+    /// A large keyframe leaves the pacer's thread at a multiple of the
+    /// target rate (or drains in half a second, when that is faster), and
+    /// queuing it does not hold the share's thread: `deliver` returns before
+    /// its last packet leaves, however loaded the machine (sleeping bounds
+    /// the pacing from below), and every packet arrives.
+    @Test func keyframesArePacedOffTheSharesThread() throws {
         let port = freePortPair()
         let peer = TestRTPPeer(port: port)
         var options = RTPSession.Options()
         options.destinations = [try Destination("127.0.0.1:\(port)")]
+        options.bitratesKbps = [400]  // paced at 1 Mbit/s: 125,000 bytes/s, 5,000 of them at once
         let session = try RTPSession(options: options)
         var settings = VP8Settings()
         settings.bitrateKbps = 20_000  // a keyframe of many packets
@@ -125,17 +128,23 @@ import Testing
                 bytes[i] = UInt8(truncatingIfNeeded: x)
             }
         }
-        var elapsed: UInt64 = 0
+        var timing = FrameTiming()
+        var (returned, size) = (UInt64(0), 0)
         try encoder.encode(EncoderInput(noise), captureTime: MonotonicClock.now()) { frame in
             #expect(frame.isKeyframe)
-            let start = MonotonicClock.now()
-            session.send(frame, captureTime: start)
-            elapsed = MonotonicClock.now() - start
+            size = frame.bytes.count
+            session.deliver(frame, captureTime: MonotonicClock.now(), timing: &timing)
+            returned = MonotonicClock.now()
         }
+        #expect(size > 60_000, "a keyframe of \(size) bytes is too small to show pacing")
+        while !session.complete(&timing) { MonotonicClock.sleep(nanoseconds: 5_000_000) }
+        // At 125,000 bytes/s, or within 500 ms when that is faster: the last packet (it leaves as its
+        // time begins) no sooner than either allows after the first 5,000 bytes.
+        let floor = UInt64(Double(size - 5_000 - 1_200) / max(125_000, Double(size) / 0.5) * 1e9)
+        #expect(timing.queued != 0 && timing.sent >= timing.queued + floor, "\(size) bytes left in \(timing.sent - timing.queued) ns")
+        #expect(returned < timing.sent, "deliver returned before the frame left the pacer")
+        session.finish()
         let sent = session.summary.packets
-        let bursts = (sent + 15) / 16
-        #expect(bursts >= 4, "a keyframe of \(sent) packets is too small to show pacing")
-        #expect(elapsed >= (bursts - 1) * options.burstGap, "\(sent) packets in \(elapsed) ns")
         peer.pump(1.0)
         #expect(UInt64(peer.packetCount) == sent)
     }

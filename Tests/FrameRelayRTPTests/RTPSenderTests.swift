@@ -28,38 +28,76 @@ import Testing
 
     static func sequence(_ packet: [UInt8]) -> UInt16 { UInt16(packet[2]) << 8 | UInt16(packet[3]) }
 
-    @Test func aFramesPacketsLeaveInBurstsOnItsSchedule() {
-        var sender = Self.sender()
+    /// A sender pacing at 1.2 MB/s (a 3.84 Mbit/s target, 2.5 times) with 10 ms of it at once: 10 packets of 1,200 bytes.
+    static func paced() -> RTPSender {
+        var configuration = RTPSender.Configuration(ssrc: ssrc)
+        configuration.targetBitrate = 3_840_000
+        configuration.burstInterval = 10_000_000
+        return RTPSender(configuration, sequence: 100, pictureID: 7, rtpBase: 1000, wallClock: { ntp })
+    }
+
+    @Test func aFramesPacketsLeaveAtThePacingRateAfterABurst() {
+        var sender = Self.paced()
         let start: UInt64 = 1_000_000
         let bytes = Self.frame(packets: 40)
-        let pictureID = bytes.withUnsafeBytes { sender.send($0, keyframe: true, captureTime: start, now: start) }
-        #expect(pictureID == 7)
-        // The first burst at once, with the stream's first Sender Report; the next burst 300 µs on.
+        let sent = bytes.withUnsafeBytes { sender.send($0, keyframe: true, captureTime: start, now: start) }
+        #expect(sent.pictureID == 7 && sent.through == 40)
+        // A burst's worth at once (10 packets, 12,000 bytes), with the stream's first Sender Report;
+        // then the bucket is empty, and the next packet is due the first nanosecond it holds anything.
         let first = Self.poll(&sender, at: start)
-        #expect(first.sent.filter { $0.1 == .media }.map { Self.sequence($0.0) } == Array(100..<116))
-        #expect(first.sent.filter { $0.1 == .control }.count == 1 && first.next == start + 300_000)
-        #expect(Self.poll(&sender, at: start + 200_000).sent.isEmpty)
-        // A poll that comes late (a sleep overshoots) catches up on every burst due, not just one.
-        let late = Self.poll(&sender, at: start + 650_000)
-        #expect(late.sent.map { Self.sequence($0.0) } == Array(116..<140) && late.sent.allSatisfy { $0.1 == .media })
-        let waiting = sender.nextPacketDue
-        #expect(waiting == nil && late.next == start + 150_000_000, "the next Sender Report is what waits")
+        #expect(first.sent.filter { $0.1 == .media }.map { Self.sequence($0.0) } == Array(100..<110))
+        #expect(first.sent.filter { $0.1 == .control }.count == 1 && first.next == start + 1)
+        // 5 ms later, 5 ms at 1.2 MB/s: 5 packets, and the bucket empty again.
+        let later = Self.poll(&sender, at: start + 5_000_000)
+        #expect(later.sent.map { Self.sequence($0.0) } == Array(110..<115) && later.next == start + 5_000_001)
+        // One packet 1 ms after another once they go one by one.
+        _ = Self.poll(&sender, at: start + 5_000_001)
+        let due = sender.nextPacketDue
+        #expect(due == start + 6_000_001)
+        // A poll that comes a second late sends one burst, not the second's worth: the bucket holds 10 ms.
+        let late = Self.poll(&sender, at: start + 1_000_000_000)
+        #expect(late.sent.filter { $0.1 == .media }.map { Self.sequence($0.0) } == Array(116..<126))
+        #expect(sender.released == 26)
         // Every packet: 1,200 bytes, PictureID 7, the frame's timestamp, the marker on the last only.
-        let packets = first.sent.filter { $0.1 == .media }.map(\.0) + late.sent.map(\.0)
-        #expect(packets.allSatisfy { $0.count == 1200 && $0[14] == 0x80 && $0[15] == 7 && $0[4...7].elementsEqual([0, 0, 0x03, 0xE8]) })
-        #expect(packets.enumerated().allSatisfy { ($0.element[1] & 0x80 != 0) == ($0.offset == 39) })
+        _ = Self.poll(&sender, at: start + 2_000_000_000)
+        _ = Self.poll(&sender, at: start + 3_000_000_000)
+        #expect(sender.released == 40 && sender.nextPacketDue == nil && sender.waitingBytes == 0)
         let stats = sender.stats
         #expect(stats.frames == 1 && stats.keyframes == 1 && stats.packets == 40)
     }
 
-    @Test func aFrameThatComesBeforeTheLastOneLeftSendsThatOnesRestFirst() {
-        var sender = Self.sender()
-        Self.frame(packets: 40).withUnsafeBytes { _ = sender.send($0, keyframe: true, captureTime: 0, now: 0) }
-        _ = Self.poll(&sender, at: 0)
-        Self.frame(packets: 2).withUnsafeBytes { _ = sender.send($0, keyframe: false, captureTime: 1000, now: 1000) }
-        let next = Self.poll(&sender, at: 1000)
-        let waiting = sender.nextPacketDue
-        #expect(next.sent.filter { $0.1 == .media }.map { Self.sequence($0.0) } == Array(116..<142) && waiting == nil)
+    @Test func framesQueueInOrderAndEachSaysWhenItHasLeft() {
+        var sender = Self.paced()
+        let first = Self.frame(packets: 14).withUnsafeBytes { sender.send($0, keyframe: true, captureTime: 0, now: 0) }
+        var media: [[UInt8]] = []
+        media += Self.poll(&sender, at: 0).sent.filter { $0.1 == .media }.map(\.0)
+        let second = Self.frame(packets: 2, fill: 1).withUnsafeBytes { sender.send($0, keyframe: false, captureTime: 1000, now: 1000) }
+        #expect(first.through == 14 && second.through == 16 && sender.released == 10)
+        for t in stride(from: UInt64(1_000_000), through: 10_000_000, by: 1_000_000) {
+            media += Self.poll(&sender, at: t).sent.filter { $0.1 == .media }.map(\.0)
+        }
+        // The first frame's rest, then the second's: in sequence, the marker on each frame's last packet.
+        #expect(media.map(Self.sequence) == Array(100..<116))
+        #expect(media.indices.filter { media[$0][1] & 0x80 != 0 } == [13, 15])
+        #expect(sender.released == 16)
+    }
+
+    @Test func aQueueTooLongForThePacingRateDrainsWithinHalfASecond() {
+        var configuration = RTPSender.Configuration(ssrc: Self.ssrc)
+        configuration.targetBitrate = 384_000  // 120,000 bytes/s: 400 packets would take 4 s
+        var sender = RTPSender(configuration, sequence: 0, pictureID: 0, rtpBase: 0, wallClock: { Self.ntp })
+        Self.frame(packets: 400).withUnsafeBytes { _ = sender.send($0, keyframe: true, captureTime: 0, now: 0) }
+        var times: [UInt64] = []
+        var now: UInt64 = 0
+        while let due = sender.nextPacketDue, now < 2_000_000_000 {
+            now = max(now, due)
+            let count = Self.poll(&sender, at: now).sent.filter { $0.1 == .media }.count
+            times += Array(repeating: now, count: count)
+        }
+        // 480,000 bytes in 500 ms: 960,000 bytes/s, a packet every 1.25 ms, after the first burst
+        // (40 ms at the pacing rate the stream had before: 4,800 bytes, 4 packets).
+        #expect(times.count == 400 && times.last! <= 500_000_000 && times.last! > 450_000_000, "\(times.last ?? 0)")
+        #expect(times.prefix(4).allSatisfy { $0 == 0 } && times[4] > 0 && times[5] - times[4] == 1_250_000, "\(times.prefix(6))")
     }
 
     @Test func nacksAreAnsweredWithThePacketsOnceEveryHundredMilliseconds() {

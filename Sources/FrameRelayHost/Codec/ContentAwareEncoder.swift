@@ -60,6 +60,17 @@ public final class ContentAwareEncoder {
         idleRepeatInterval = simulcast.streams > 1 ? 500_000_000 : 1_000_000_000
     }
 
+    /// The top layer's target bitrate now, kbit/s.
+    public var topBitrateKbps: Int { layers[layers.count - 1].encoder.bitrateKbps }
+
+    /// Sets the top layer's target bitrate (kbit/s) from the next frame on:
+    /// what its direct receivers carry (``RTPSession``'s bitrate controller).
+    public func setTopBitrate(_ kbps: Int) throws(CodecError) {
+        let top = layers[layers.count - 1]
+        try top.encoder.setBitrate(kbps)
+        top.stats.bitrateKbps = top.encoder.bitrateKbps
+    }
+
     /// Makes the next frame a keyframe on stream `stream` (nil: on every one).
     public func requestKeyframe(stream: Int? = nil) {
         for layer in layers where stream == nil || layer.stream == stream { layer.keyframes.request() }

@@ -19,6 +19,10 @@ public final class VP8Encoder {
     public private(set) var framesEncoded: UInt64 = 0
     public private(set) var keyframes: UInt64 = 0
     private var context = vpx_codec_ctx_t()
+    /// The configuration it was opened with, kept for ``setBitrate(_:)``.
+    private var config = vpx_codec_enc_cfg_t()
+    /// The target bitrate now, kbit/s (the settings', until ``setBitrate(_:)``).
+    public private(set) var bitrateKbps: Int
     private var isOpen = false
     private var lastPts: Int64 = -1
     private var image = vpx_image_t()
@@ -29,6 +33,7 @@ public final class VP8Encoder {
     public init(settings: VP8Settings = VP8Settings()) throws(CodecError) {
         try settings.validate()
         self.settings = settings
+        bitrateKbps = settings.bitrateKbps
     }
 
     deinit { close() }
@@ -45,12 +50,12 @@ public final class VP8Encoder {
         close()
         let cores = Processor.onlineCount
         threads = settings.threads ?? VP8Settings.threadCount(width: width, height: height, cores: cores, concurrentEncoders: settings.concurrentEncoders)
-        var config = vpx_codec_enc_cfg_t()
-        let configured = cvpx_screen_share_config(&config, UInt32(width), UInt32(height), UInt32(threads), UInt32(settings.bitrateKbps))
+        config = vpx_codec_enc_cfg_t()
+        let configured = cvpx_screen_share_config(&config, UInt32(width), UInt32(height), UInt32(threads), UInt32(bitrateKbps))
         guard configured == VPX_CODEC_OK else {
             throw .library("vpx_codec_enc_config_default", String(cString: vpx_codec_err_to_string(configured)))
         }
-        if settings.temporalLayers == 2 { cvpx_temporal_layers(&config, UInt32(settings.bitrateKbps), UInt32(settings.baseLayerPercent)) }
+        if settings.temporalLayers == 2 { cvpx_temporal_layers(&config, UInt32(bitrateKbps), UInt32(settings.baseLayerPercent)) }
         let status = cvpx_enc_init(&context, &config)
         guard status == VPX_CODEC_OK else {
             throw .library("vpx_codec_enc_init", String(cString: vpx_codec_err_to_string(status)))
@@ -61,6 +66,16 @@ public final class VP8Encoder {
         self.height = height
         activeMapSet = false
         segmentsSet = false
+    }
+
+    /// Sets the target bitrate (kbit/s, 1...100000) from the next frame on,
+    /// without a keyframe (a bitrate controller's answer to its receivers).
+    public func setBitrate(_ kbps: Int) throws(CodecError) {
+        let kbps = min(100_000, max(1, kbps))
+        guard kbps != bitrateKbps else { return }
+        bitrateKbps = kbps
+        guard isOpen else { return }
+        try control("vpx_codec_enc_config_set", cvpx_set_bitrate(&context, &config, UInt32(kbps), UInt32(settings.baseLayerPercent)))
     }
 
     /// The 90 kHz time stamp of a capture time (CLOCK_MONOTONIC ns).

@@ -22,8 +22,15 @@ public protocol FrameSink: AnyObject {
     /// that would take silence for a lost stream).
     var wantsIdleRepeats: Bool { get }
 
+    /// Fills in what it times of a frame after ``deliver`` returned (when
+    /// the RTP pacer let its last packet out); false while that is to come.
+    func complete(_ timing: inout FrameTiming) -> Bool
+
     /// Its work between frames at `now`; the simulcast streams its receivers asked a keyframe on.
     func poll(now: UInt64) -> KeyframeRequests.Streams
+
+    /// The top layer's bitrate its receivers carry (kbit/s), when it adapts to them.
+    var targetBitrateKbps: Int? { get }
 
     /// Whether one of its receivers cannot ask for a keyframe, so that keyframes come periodically.
     func needsPeriodicKeyframes(now: UInt64) -> Bool
@@ -36,7 +43,9 @@ extension FrameSink {
     public func finish() {}
     public var isLive: Bool { false }
     public var wantsIdleRepeats: Bool { false }
+    public func complete(_ timing: inout FrameTiming) -> Bool { true }
     public func poll(now: UInt64) -> KeyframeRequests.Streams { [] }
     public func needsPeriodicKeyframes(now: UInt64) -> Bool { false }
+    public var targetBitrateKbps: Int? { nil }
     public func report(into stats: inout ShareStats) {}
 }

@@ -167,7 +167,10 @@ public final class Host {
                     + ", RTP to port" + (ports.count > 1 ? "s \(mountpoint.layerPorts.map(String.init).joined(separator: ", ")) (a layer each)" : " \(mountpoint.rtpPort)")
                     + ", RTCP to \(mountpoint.rtcpPort)")
             }
-            guard share.encoding != nil, !(options.destinations + options.simulcast).isEmpty else { return nil }
+            guard let encoding = share.encoding, !(options.destinations + options.simulcast).isEmpty else { return nil }
+            // Each stream paced from its layer's bitrate (one stream: the whole picture's).
+            let bitrates = encoding.layerBitrates
+            options.bitratesKbps = options.simulcast.isEmpty ? [bitrates[bitrates.count - 1]] : bitrates
             let session = try RTPSession(options: options)
             if let path = share.sdpPath, let first = options.destinations.first { try OutputFile.write(SDP.vp8(ssrc: session.ssrc, destination: first), to: path) }
             let ssrcs = session.ssrcs.count > 1 ? "SSRCs \(session.ssrcs.map(String.init).joined(separator: ", ")) (a layer each)" : "SSRC \(session.ssrc)"

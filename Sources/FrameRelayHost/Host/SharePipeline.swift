@@ -35,6 +35,8 @@ public final class SharePipeline {
     private let sinks: [any FrameSink]
     /// What the encoder did so far (the share's statistics add the latencies).
     public var stats: EncodeStats { encoder.stats }
+    /// The frames processed whose outputs still time them (the RTP pacer's last packet), oldest first.
+    private var unfinished: [FrameTiming] = []
 
     /// Validates the settings and opens the recording now (unless `recorder`
     /// is one opened already), so that a bad setting or an unwritable path
@@ -53,11 +55,16 @@ public final class SharePipeline {
         let writer = try recorder ?? options.recordPath.map { path throws(RecordingError) in try ShareRecording.open(path, frameRate: options.settings.frameRate) }
         self.recorder = writer.map(ShareRecording.init)
         self.sinks = [self.recorder].compactMap { $0 } + sinks
+        unfinished.reserveCapacity(Self.unfinishedLimit)
     }
 
+    /// Frames whose timing may wait on an output before the oldest is given up (8 s at 30 frames/s).
+    private static let unfinishedLimit = 256
+
     /// Converts, encodes and hands one frame to every output, stamping
-    /// `frame.timing` at each stage (``FrameTiming/sent`` stays 0 when
-    /// nothing went out: no RTP, or the encoder dropped the frame).
+    /// `frame.timing` at each stage (``FrameTiming/sent``, when the RTP
+    /// pacer let its last packet out, comes later: ``finishedTimings(waiting:_:)``;
+    /// it stays 0 when nothing went out: no RTP, or the encoder dropped the frame).
     ///
     /// Unless every frame is encoded, only the macroblocks that changed or
     /// still refine are coded, and a frame with none is skipped: nothing is
@@ -84,6 +91,23 @@ public final class SharePipeline {
         timing.converted = result.converted
         if result.outcome != nil { timing.encoded = encoded == 0 ? MonotonicClock.now() : encoded }  // 0: the encoder dropped the frame
         frame.timing = timing
+        if unfinished.count == Self.unfinishedLimit { unfinished.removeFirst() }
+        unfinished.append(timing)
+    }
+
+    /// Hands `body` the timing of each frame processed, in order, once
+    /// every output has timed it (``FrameSink/complete(_:)``: the RTP
+    /// pacer's last packet); `waiting: false` hands over the rest as they
+    /// are (when the outputs have finished).
+    public func finishedTimings(waiting: Bool = true, _ body: (FrameTiming) -> Void) {
+        var done = 0
+        for index in unfinished.indices {
+            var timing = unfinished[index]
+            guard sinks.allSatisfy({ $0.complete(&timing) }) || !waiting else { break }
+            body(timing)
+            done += 1
+        }
+        unfinished.removeFirst(done)
     }
 
     /// Whether something waits on this share between frames (RTCP to
@@ -94,10 +118,16 @@ public final class SharePipeline {
     private var wantsIdleRepeats: Bool { sinks.contains(where: \.wantsIdleRepeats) }
 
     /// Each output's work between frames (feedback answered, reports due);
-    /// the simulcast streams their receivers asked a keyframe on.
+    /// the simulcast streams their receivers asked a keyframe on. The top
+    /// layer's bitrate follows what an output's receivers carry (the least, when several say).
     public func pollOutputs(now: UInt64) -> KeyframeRequests.Streams {
         var streams: KeyframeRequests.Streams = []
-        for sink in sinks { streams.formUnion(sink.poll(now: now)) }
+        var target: Int?
+        for sink in sinks {
+            streams.formUnion(sink.poll(now: now))
+            if let kbps = sink.targetBitrateKbps { target = min(target ?? kbps, kbps) }
+        }
+        if let target, target != encoder.topBitrateKbps { try? encoder.setTopBitrate(target) }
         return streams
     }
 
@@ -116,7 +146,8 @@ public final class SharePipeline {
         }
     }
 
-    /// Closes the outputs (the recording writes its frame count).
+    /// Closes the outputs (the recording writes its frame count; the RTP
+    /// pacer sends what waits); ``finishedTimings(waiting:_:)`` then hands over the last frames.
     public func finish() {
         for sink in sinks { sink.finish() }
     }

@@ -77,6 +77,7 @@ public final class ShareReceiver: @unchecked Sendable {
         defer {
             host.detach()
             pipeline?.finish()
+            pipeline?.finishedTimings(waiting: false, recordTiming)
             publish()
         }
         var lastPublish = MonotonicClock.now()
@@ -102,14 +103,16 @@ public final class ShareReceiver: @unchecked Sendable {
                 }
                 // A frame captured well before this host attached (the last of a producer that is gone) is
                 // streamed, but its age is the ring's, not the pipeline's: it stays out of the latency figures.
-                let stale = frame.timing.captured &+ Self.staleAge < attachedAt
-                if stale, !options.quiet {
+                if isStale(frame.timing), !options.quiet {
                     log("\(appGroup): frame \(frame.metadata.frameNumber) was captured \(fixed(Double(attachedAt &- frame.timing.captured) / 1e9, 1)) s before this host attached: stale, left out of the latency figures")
                 }
                 do {
-                    try pipeline?.process(&frame)
-                    if !stale { latency.record(frame.timing) }
-                    trace?.push(frame.timing)
+                    if let pipeline {
+                        try pipeline.process(&frame)
+                        pipeline.finishedTimings(recordTiming)
+                    } else {
+                        recordTiming(frame.timing)
+                    }
                     if let recording = pipeline?.recording, let reason = recording.stopped, !recordingStopReported {
                         recordingStopReported = true
                         record("recording-stopped", "\(recording.path) after \(recording.frames) frames: \(reason); the share and its other outputs go on")
@@ -125,6 +128,7 @@ public final class ShareReceiver: @unchecked Sendable {
             case .invalidFrame(let reason):
                 noteInvalid(reason)
             case .attached(let pid, let setupInfo, let createdAt):
+                previousAttachedAt = attachedAt
                 attachedAt = MonotonicClock.now()
                 stats.earlierRings.add(stats.ring)
                 stats.ring = RingCounters()
@@ -154,6 +158,8 @@ public final class ShareReceiver: @unchecked Sendable {
             case .idle:
                 break
             }
+            // Frames whose last packet left the pacer since.
+            pipeline?.finishedTimings(recordTiming)
             let now = MonotonicClock.now()
             if now &- lastPublish >= 250_000_000 {
                 lastPublish = now
@@ -164,8 +170,22 @@ public final class ShareReceiver: @unchecked Sendable {
 
     /// How much older than the attach a frame is to be stale.
     static let staleAge: UInt64 = 1_000_000_000
-    /// When this host last attached to a ring.
+    /// When this host last attached to a ring, and the time before.
     private var attachedAt: UInt64 = 0
+    private var previousAttachedAt: UInt64 = 0
+
+    /// Whether a frame was captured well before this host attached to the
+    /// ring it came from (the last of a producer that is gone): it is
+    /// streamed, but its age is the ring's, not the pipeline's.
+    private func isStale(_ timing: FrameTiming) -> Bool {
+        timing.captured &+ Self.staleAge < (timing.taken >= attachedAt ? attachedAt : previousAttachedAt)
+    }
+
+    /// Records a frame's stage times once every output has timed it: in the latency figures unless stale, and in the trace.
+    private func recordTiming(_ timing: FrameTiming) {
+        if !isStale(timing) { latency.record(timing) }
+        trace?.push(timing)
+    }
 
     private func noteInvalid(_ reason: InvalidFrame) {
         stats.invalid += 1

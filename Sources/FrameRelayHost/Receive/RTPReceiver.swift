@@ -40,6 +40,23 @@ public final class RTPReceiver {
         public var width = 0
         public var height = 0
         public var ssrc: UInt32 = 0
+        /// What each receiver report said, a second apart (the first hour's).
+        public var reports: [ReportedSecond] = []
+    }
+
+    /// One receiver report's second: what came in, what was lost, and the
+    /// delay-based estimate sent with it as a REMB (``DelayBasedEstimator``).
+    public struct ReportedSecond: Sendable, Codable {
+        /// Seconds since the stream's first packet.
+        public var at: Double
+        /// RTP received over the last second, kbit/s.
+        public var kbps: Int
+        /// The report block's fraction lost (0...1).
+        public var fractionLost: Double
+        /// The frames' mean queueing on the path, ms (nil: no frame began in the second).
+        public var queueingMs: Double?
+        /// The REMB sent, kbit/s (nil: none yet: no overuse seen).
+        public var estimateKbps: Int?
     }
 
     public private(set) var stats = Stats()
@@ -68,6 +85,9 @@ public final class RTPReceiver {
     private var lastPLI: UInt64 = 0
     private var reception: ReceptionStatistics?
     private var lastReport: UInt64 = 0
+    /// What the path carries, from the packets' arrival (sent as a REMB with each report).
+    private var estimator = DelayBasedEstimator()
+    private var firstPacket: UInt64?
     static let reportInterval: UInt64 = 1_000_000_000
     /// Where feedback goes: the stream's own host, at the port its Sender Reports come from.
     private var sender: SocketAddress?
@@ -175,9 +195,12 @@ public final class RTPReceiver {
             lastCompletedTimestamp = nil
             needKeyframe = true
             jitter.removeAll()
+            estimator = DelayBasedEstimator()
         }
         lastFromLocked = now
+        if firstPacket == nil { firstPacket = now }
         reception?.record(sequence: header.sequence, timestamp: header.timestamp, arrival: now)
+        estimator.packet(timestamp: header.timestamp, size: packet.count, arrival: now)
         stats.ssrc = header.ssrc
         stats.bytesReceived &+= UInt64(packet.count)
         feedbackCredit = min(Self.feedbackBurst * Self.feedbackShare, feedbackCredit + packet.count)
@@ -246,7 +269,8 @@ public final class RTPReceiver {
     private func sendReport(now: UInt64) {
         guard sender != nil, reception != nil else { return }
         lastReport = now
-        let length = 48
+        let estimate = estimator.report(now: now)
+        let length = 48 + (estimate == nil ? 0 : 24)
         // Withheld, the report is not computed: the next one's fraction lost covers both seconds.
         guard feedbackCredit >= length * Self.feedbackShare else {
             stats.feedbackWithheld += 1
@@ -255,8 +279,14 @@ public final class RTPReceiver {
         let block = reception!.block(now: now)
         var written = RTCP.writeReceiverReport(into: feedbackBuffer, sender: receiverSSRC, media: stats.ssrc, block: block)
         written += RTCP.writeAsksForRepair(into: feedbackBuffer + written, sender: receiverSSRC, media: stats.ssrc)
+        if let estimate { written += RTCP.writeREMB(into: feedbackBuffer + written, sender: receiverSSRC, bitrate: UInt64(estimate), media: [stats.ssrc]) }
         precondition(written == length)
         if sendFeedback(length) { stats.receiverReportsSent += 1 }
+        if stats.reports.count < 3600 {
+            stats.reports.append(ReportedSecond(at: Double(now &- (firstPacket ?? now)) / 1e9, kbps: estimator.receivedRate / 1000,
+                                                fractionLost: Double(block.fractionLost) / 256, queueingMs: estimator.queueing.map { Double($0) / 1e6 },
+                                                estimateKbps: estimate.map { $0 / 1000 }))
+        }
     }
 
     private func sendPLI(now: UInt64) {

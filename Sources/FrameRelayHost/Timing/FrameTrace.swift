@@ -10,6 +10,8 @@ public struct FrameTiming: Sendable, Codable, Equatable {
     public var taken: UInt64 = 0
     public var converted: UInt64 = 0
     public var encoded: UInt64 = 0
+    /// When its packets were handed to the RTP pacer, and when the last of them left it.
+    public var queued: UInt64 = 0
     public var sent: UInt64 = 0
     /// The VP8 PictureID it was sent with over RTP (none when it was not).
     public var pictureID: UInt16?
@@ -23,7 +25,7 @@ public struct FrameTiming: Sendable, Codable, Equatable {
     public func jsonLine(share: String) -> String {
         let streams = self.streams.sent.map { "[\($0.stream),\($0.picture),\($0.width),\($0.keyframe ? 1 : 0)]" }
         return "{\"share\":\"\(share)\",\"frame\":\(frame),\(shows.map { "\"shows\":\($0)," } ?? "")\"captured\":\(captured),\"published\":\(published),"
-            + "\"taken\":\(taken),\"converted\":\(converted),\"encoded\":\(encoded),\"sent\":\(sent)"
+            + "\"taken\":\(taken),\"converted\":\(converted),\"encoded\":\(encoded),\"queued\":\(queued),\"sent\":\(sent)"
             + (pictureID.map { ",\"picture\":\($0)" } ?? "") + (streams.isEmpty ? "" : ",\"streams\":[\(streams.joined(separator: ","))]") + "}\n"
     }
 }

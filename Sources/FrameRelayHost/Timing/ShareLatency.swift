@@ -9,6 +9,7 @@ public struct ShareLatency {
     private var captureToEncoded = LatencyHistogram()
     private var recentCaptureToEncoded = LatencyHistogram()
     private var captureToSent = LatencyHistogram()
+    private var pacer = LatencyHistogram()
 
     public init() {}
 
@@ -22,6 +23,7 @@ public struct ShareLatency {
         captureToEncoded.record(t.encoded &- t.captured)
         recentCaptureToEncoded.record(t.encoded &- t.captured)
         if t.sent != 0 { captureToSent.record(t.sent &- t.captured) }
+        if t.sent != 0, t.queued != 0 { pacer.record(t.sent &- t.queued) }
     }
 
     /// Copies the percentiles into the share's statistics (capture → taken,
@@ -36,6 +38,7 @@ public struct ShareLatency {
         // judges the p99 after the warm-up from these, and it must read as finely as the whole step's.
         stats.encoded?.captureToEncodedBins = captureToEncoded.bins(perOctave: LatencyHistogram.subBuckets)
         stats.transport?.captureToSent = captureToSent.summary
+        stats.transport?.pacer = pacer.summary
         stats.histograms = [captureToTaken.prometheus(stage: "taken")]
         if stats.encoded != nil { stats.histograms.append(captureToEncoded.prometheus(stage: "encoded")) }
         if stats.transport != nil { stats.histograms.append(captureToSent.prometheus(stage: "sent")) }

@@ -1,0 +1,87 @@
+/// One stream's target bitrate from what its receivers report, in the
+/// manner of GCC's sender side (draft-ietf-rmcat-gcc-02 §6, and libwebrtc's
+/// loss-based estimate): the report blocks' fraction lost moves a
+/// loss-based rate, and a receiver's REMB (its delay-based estimate) caps
+/// it; the target never leaves `floor...ceiling` (the encoder's configured bitrate).
+///
+/// - Under 2 % lost, the loss-based rate grows 8 % a second.
+/// - Between 2 % and 10 %, it holds.
+/// - Over 10 %, it falls to (1 − loss / 2) of itself, at most once in ``decreaseInterval``.
+///
+/// With several receivers, the one that loses most moves the rate: its own
+/// report cuts, and its last report holds the rate until it reports clean;
+/// the lowest REMB caps it. One slow receiver slows its stream, never another share's.
+///
+/// A value: reports go in with their time, the target comes out; no socket or clock.
+package struct BitrateController: Sendable {
+    package let floor: Int
+    package let ceiling: Int
+    /// The loss-based rate, bits/s.
+    package private(set) var lossBased: Int
+    /// Each receiver's last fraction lost, and its last REMB (bits/s) with when it came.
+    private var losses: [Double]
+    private var estimates: [(bitsPerSecond: Int, at: UInt64)?]
+    private var lastReport: UInt64?
+    private var lastDecrease: UInt64?
+
+    /// A decrease waits this long after the last: the reports after a cut still count loss from before it.
+    package static let decreaseInterval: UInt64 = 300_000_000
+    /// A REMB older than this no longer caps the rate (its receiver went quiet).
+    package static let estimateLifetime: UInt64 = 5_000_000_000
+
+    /// Starts at `ceiling` (the encoder's bitrate), bits/s, for `receivers` receivers.
+    package init(floor: Int, ceiling: Int, receivers: Int = 1) {
+        precondition(floor > 0 && floor <= ceiling && receivers >= 1)
+        self.floor = floor
+        self.ceiling = ceiling
+        lossBased = ceiling
+        losses = Array(repeating: 0, count: receivers)
+        estimates = Array(repeating: nil, count: receivers)
+    }
+
+    /// The lowest REMB of the receivers that sent one within ``estimateLifetime``.
+    package func estimate(now: UInt64) -> Int? {
+        estimates.compactMap { $0 }.filter { now &- $0.at < Self.estimateLifetime }.map(\.bitsPerSecond).min()
+    }
+
+    /// The rate the stream should be sent at now, bits/s.
+    package func target(now: UInt64) -> Int {
+        min(ceiling, max(floor, min(lossBased, estimate(now: now) ?? .max)))
+    }
+
+    /// Receiver `receiver`'s report block about the stream: `fractionLost`
+    /// (0...1) since its report before. A receiver's own report over 10 % cuts;
+    /// the rate grows only while every receiver's last report is under 2 %.
+    package mutating func report(fractionLost: Double, from receiver: Int = 0, now: UInt64) {
+        guard losses.indices.contains(receiver) else { return }
+        losses[receiver] = fractionLost
+        defer { lastReport = now }
+        if losses.max()! < 0.02 {
+            // 8 % a second, for the time since the last report (a second at most: a long silence earns no more).
+            guard let last = lastReport else { return }
+            let seconds = min(1, Double(now &- last) / 1e9)
+            lossBased = min(ceiling, max(lossBased + 1_000, Int((Double(lossBased) * pow108(seconds)).rounded())))
+        } else if fractionLost > 0.1 {
+            if let last = lastDecrease, now &- last < Self.decreaseInterval { return }
+            lastDecrease = now
+            lossBased = max(floor, Int(Double(lossBased) * (1 - fractionLost / 2)))
+        }
+    }
+
+    /// Receiver `receiver`'s REMB about the stream: its estimate, bits/s.
+    /// The lowest of those within ``estimateLifetime`` caps the rate.
+    package mutating func remb(_ bitsPerSecond: UInt64, from receiver: Int = 0, now: UInt64) {
+        guard estimates.indices.contains(receiver) else { return }
+        let estimate = Int(min(bitsPerSecond, UInt64(Int.max / 4)))
+        estimates[receiver] = (estimate, now)
+        // Growth starts from what the receiver takes, not from a rate far above it that it never carried.
+        if lossBased > 2 * estimate { lossBased = max(floor, min(ceiling, 2 * estimate)) }
+    }
+
+    /// 1.08 to the power `seconds` (0...1), without Foundation.
+    private func pow108(_ seconds: Double) -> Double {
+        // exp(seconds × ln 1.08) by its series: seconds × ln 1.08 ≤ 0.077, so four terms are exact to 1e-9.
+        let x = seconds * 0.076_961_041_136_128_3
+        return 1 + x + x * x / 2 + x * x * x / 6 + x * x * x * x / 24
+    }
+}

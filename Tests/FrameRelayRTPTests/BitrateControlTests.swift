@@ -1,0 +1,105 @@
+import FrameRelayRTP
+import Testing
+
+/// The bitrate a stream is sent at, from what its receivers report: the
+/// sender's loss-based controller (``BitrateController``) and the
+/// receiver's delay-based estimate it sends as a REMB (``DelayBasedEstimator``),
+/// on their rules and on a modelled narrow link, with times of our own.
+@Suite struct BitrateControlTests {
+    static let second: UInt64 = 1_000_000_000
+
+    @Test func lossOverTenPercentCutsUnderTwoGrowsAndBetweenHolds() {
+        var controller = BitrateController(floor: 150_000, ceiling: 2_500_000)
+        controller.report(fractionLost: 0, now: 0)
+        #expect(controller.target(now: 0) == 2_500_000, "it starts at the ceiling, and never goes past it")
+        controller.report(fractionLost: 0.5, now: Self.second)
+        #expect(controller.target(now: Self.second) == 1_875_000, "50 % lost: down a quarter")
+        controller.report(fractionLost: 0.5, now: Self.second + 100_000_000)
+        #expect(controller.target(now: Self.second) == 1_875_000, "a second cut waits 300 ms")
+        controller.report(fractionLost: 0.05, now: 2 * Self.second)
+        #expect(controller.target(now: 2 * Self.second) == 1_875_000, "5 % lost: it holds")
+        controller.report(fractionLost: 0.01, now: 3 * Self.second)
+        #expect(controller.target(now: 3 * Self.second) == 2_025_000, "1 % lost a second later: 8 % more")
+        for n in 4..<40 { controller.report(fractionLost: 0.9, now: UInt64(n) * Self.second) }
+        #expect(controller.target(now: 40 * Self.second) == 150_000, "the floor")
+    }
+
+    @Test func theReceiverThatLosesMostMovesTheRateAndTheLowestREMBCapsIt() {
+        var controller = BitrateController(floor: 150_000, ceiling: 2_000_000, receivers: 2)
+        controller.report(fractionLost: 0.3, from: 1, now: 0)
+        controller.report(fractionLost: 0, from: 0, now: 500_000_000)
+        #expect(controller.target(now: Self.second) == 1_700_000, "receiver 1's 30 % still counts after receiver 0's clean report")
+        controller.remb(1_200_000, from: 0, now: Self.second)
+        controller.remb(900_000, from: 1, now: Self.second)
+        #expect(controller.target(now: Self.second) == 900_000)
+        #expect(controller.target(now: 7 * Self.second) == 1_700_000, "a REMB 6 s old no longer caps")
+        controller.remb(300_000, from: 0, now: 8 * Self.second)
+        #expect(controller.lossBased == 600_000, "growth starts from twice what the receiver takes")
+    }
+
+    /// A sender at `rate` (bits/s) through a link of `capacity` with a
+    /// 300 ms queue (a tbf), as the receiver sees it: each packet's RTP
+    /// timestamp, size and arrival; frames of 30 a second, paced at 2.5
+    /// times the rate. Returns the packets of one second from `start` and
+    /// when the link is next free.
+    static func link(rate: Int, capacity: Int, start: UInt64, free: inout UInt64, lost: inout Int,
+                     into estimator: inout DelayBasedEstimator) {
+        for frame in 0..<30 {
+            let capture = start + UInt64(frame) * Self.second / 30
+            var bytes = rate / 8 / 30
+            var sent = capture + 10_000_000  // encoded 10 ms after capture
+            while bytes > 0 {
+                let size = min(1200, bytes)
+                bytes -= size
+                let queued = free > sent ? free - sent : 0
+                if queued > 300_000_000 {
+                    lost += 1
+                } else {
+                    free = max(free, sent) + UInt64(size * 8) * Self.second / UInt64(capacity)
+                    estimator.packet(timestamp: UInt32(truncatingIfNeeded: capture / 100_000 * 9), size: size, arrival: free)
+                }
+                sent += UInt64(size * 8) * Self.second * 2 / UInt64(5 * rate)
+            }
+        }
+    }
+
+    @Test func aFreeLinkGetsNoEstimate() {
+        var estimator = DelayBasedEstimator()
+        var (free, lost) = (UInt64(0), 0)
+        for second in 0..<10 {
+            Self.link(rate: 2_500_000, capacity: 100_000_000, start: UInt64(second) * Self.second, free: &free, lost: &lost, into: &estimator)
+            #expect(estimator.report(now: UInt64(second + 1) * Self.second) == nil)
+        }
+        #expect(lost == 0 && (estimator.queueing ?? .max) < 2_000_000)
+    }
+
+    /// The receiver's estimate and the sender's controller together on a
+    /// modelled 1 Mbit/s link with a 300 ms queue, the stream starting at
+    /// 2.5 Mbit/s: within 5 s the sender is below the link's rate, and from
+    /// then on next to nothing is lost.
+    @Test func aSenderFollowingItsReceiverSettlesUnderANarrowLink() {
+        var estimator = DelayBasedEstimator()
+        var controller = BitrateController(floor: 150_000, ceiling: 2_500_000)
+        var (free, lost) = (UInt64(0), 0)
+        var rates: [Int] = []
+        var lostAfter = 0
+        var sentAfter = 0
+        for second in 0..<30 {
+            let rate = controller.target(now: UInt64(second) * Self.second)
+            rates.append(rate)
+            let before = lost
+            Self.link(rate: rate, capacity: 1_000_000, start: UInt64(second) * Self.second, free: &free, lost: &lost, into: &estimator)
+            if second >= 5 {
+                lostAfter += lost - before
+                sentAfter += (rate / 8 / 30 + 1199) / 1200 * 30
+            }
+            let now = UInt64(second + 1) * Self.second
+            let fraction = Double(lost - before) / Double(max(1, (rate / 8 / 30 + 1199) / 1200 * 30))
+            controller.report(fractionLost: fraction, now: now)
+            if let estimate = estimator.report(now: now) { controller.remb(UInt64(estimate), now: now) }
+        }
+        #expect(rates[5...].allSatisfy { $0 < 1_100_000 } && rates[5...].reduce(0, +) / rates[5...].count < 1_000_000, "\(rates)")
+        #expect(Double(lostAfter) < 0.02 * Double(sentAfter), "\(lostAfter) of \(sentAfter) lost after 5 s: \(rates)")
+        #expect(rates.last! > 600_000, "it does not collapse: \(rates)")
+    }
+}

@@ -192,6 +192,32 @@ import Testing
         #expect(page.contains("<title>share 2: p99 of the whole step (not judged) 43.5 ms</title>"), "\(page)")
     }
 
+    /// Each viewer group's frames/s and layer, second by second, are drawn
+    /// one line a group with the values the report holds.
+    @Test func eachViewerGroupsFramesAndLayerAreDrawnOverTime() {
+        var report = LoadTestReport(size: "1280x720", framesPerSecond: 30, format: "nv12", cores: 2, objective: .init(maxDropPercent: 1, maxP99Milliseconds: 30))
+        var free = LoadTestReport.ViewerGroup(link: "perfect", viewers: 2, watching: 2, lossPercent: 0, p50Ms: 40, p99Ms: 60, firstFrameMaxMs: 300)
+        free.framesEachSecond = [20, 30, 29.5]
+        free.layerEachSecond = [0, 1, 1.5]
+        var narrow = LoadTestReport.ViewerGroup(link: "rate=1mbit", viewers: 2, watching: 2, lossPercent: 0, p50Ms: 80, p99Ms: 200, firstFrameMaxMs: 900)
+        narrow.framesEachSecond = [7, 12.5]
+        narrow.layerEachSecond = [0, 0.5]
+        let viewers = LoadTestReport.Viewers(kind: "native", count: 4, framesDecoded: [79, 79, 19, 19], lostPercent: 0, firstPictureMilliseconds: 900,
+                                             glassToGlassP50Milliseconds: 50, glassToGlassP99Milliseconds: 200, groups: [free, narrow])
+        let share = LoadTestReport.Share(appGroup: "s", framesIn: 90, framesOut: 90, dropPercent: 0, fps: 30, p50Milliseconds: 5, p99Milliseconds: 9, hostCPUPercent: 50,
+                                         producerCPUPercent: 5, latency: [], viewers: viewers)
+        report.steps = [LoadTestReport.Step(sessions: 1, seconds: 3, passed: true, shares: [share], framesIn: 90, framesOut: 90, dropPercent: 0, fps: 30,
+                                            p50Milliseconds: 5, p99Milliseconds: 9, hostCPUPercent: 50, timeline: [])]
+        let page = LoadTestHTML.render(report)
+        let frames = page.components(separatedBy: "decodable frames a second per viewer, over time").dropFirst().first?.components(separatedBy: "</svg>").first ?? ""
+        let layers = page.components(separatedBy: "the layer watched").dropFirst().first?.components(separatedBy: "</svg>").first ?? ""
+        for (second, value) in [(1, 20.0), (2, 30), (3, 29.5)] { #expect(frames.contains("<title>s \(second): share 1 perfect \(fixed(value, 1)) frames/s</title>"), "\(frames)") }
+        for (second, value) in [(1, 7.0), (2, 12.5)] { #expect(frames.contains("<title>s \(second): share 1 rate=1mbit \(fixed(value, 1)) frames/s</title>"), "\(frames)") }
+        #expect(!frames.contains("s 3: share 1 rate=1mbit"), "a group's line ends where its seconds do")
+        for (second, value) in [(1, 0.0), (2, 1), (3, 1.5)] { #expect(layers.contains("<title>s \(second): share 1 perfect \(fixed(value, 1)) layer</title>"), "\(layers)") }
+        #expect(layers.contains("<title>s 2: share 1 rate=1mbit 0.5 layer</title>"), "\(layers)")
+    }
+
     /// Run twice where its reports are, a load test says it replaced them.
     @Test func aLoadTestSaysWhenItReplacedItsReports() throws {
         let dir = Paths.temporaryDirectory().path

@@ -29,6 +29,7 @@ public enum LoadTestHTML {
             body += "<h3>Frames per second over time</h3>" + lineChart(seconds, step.timeline.map { $0.fps.map(Optional.some) }, shares: step.sessions, yUnit: "frames/s")
             body += "<h3>Capture→encoded latency, all shares (frames per range)</h3>" + histogram(step.latency, limit: report.objective.maxP99Milliseconds)
             body += "<h3>Latency per share: p50 and p99 as judged (after the warm-up), and the whole step's p99 in grey (not judged)</h3>" + barChart(step.shares)
+            body += groupCharts(step)
         }
         return """
         <!doctype html><html><head><meta charset="utf-8"><title>FrameRelay load test</title>
@@ -165,6 +166,30 @@ public enum LoadTestHTML {
         }
         if let lines { return svg + "</svg>" + legend(lines.map { ($0.name, $0.colour) }) }
         return svg + "</svg>" + (shares > 1 ? legend((0..<shares).map { ("share \($0 + 1)", colour($0)) }) : "")
+    }
+
+    /// Each viewer group's frames/s and layer over time (from when its viewers began to watch), one line a group.
+    private static func groupCharts(_ step: LoadTestReport.Step) -> String {
+        let groups = step.shares.enumerated().flatMap { index, share in
+            (share.viewers?.groups ?? []).map { (name: "share \(index + 1) \($0.link)", group: $0) }
+        }.filter { !$0.group.framesEachSecond.isEmpty }
+        guard !groups.isEmpty else { return "" }
+        let lines = groups.indices.map { (name: groups[$0].name, colour: colour($0)) }
+        let seconds = groups.map(\.group.framesEachSecond.count).max()!
+        func series(_ values: (LoadTestReport.ViewerGroup) -> [Double]) -> [[Double?]] {
+            (0..<seconds).map { second in groups.map { entry in
+                let each = values(entry.group)
+                return second < each.count ? each[second] : nil
+            } }
+        }
+        let xs = (0..<seconds).map { Double($0) + 1 }
+        var html = "<h3>Each viewer group: decodable frames a second per viewer, over time</h3>"
+            + lineChart(xs, series(\.framesEachSecond), shares: groups.count, yUnit: "frames/s", lines: lines)
+        if groups.contains(where: { !$0.group.layerEachSecond.isEmpty }) {
+            html += "<h3>Each viewer group: the layer watched (substream + temporal / 2: 0, 0.5, 1, 1.5), mean over its viewers</h3>"
+                + lineChart(xs, series(\.layerEachSecond), shares: groups.count, yUnit: "layer", lines: lines)
+        }
+        return html
     }
 
     /// The ramp's two lines: the p99 the objective judges, and the whole step's (grey).

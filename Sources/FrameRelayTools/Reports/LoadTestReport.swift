@@ -147,6 +147,11 @@ public struct LoadTestReport: Codable, Sendable {
         /// On a simulcast mountpoint: the share of the viewers' time at each layer ("substream/temporal": %), and the switches they made.
         public var layerPercent: [String: Double] = [:]
         public var layerSwitches: UInt64 = 0
+        /// Each second from when the viewers began to watch: their mean
+        /// decodable frames, and (on a simulcast mountpoint) their mean layer
+        /// as substream + temporal / 2 (0, 0.5, 1, 1.5 for two layers).
+        public var framesEachSecond: [Double] = []
+        public var layerEachSecond: [Double] = []
 
         /// The time at each layer in one phrase: "0/1 20 %, 1/1 80 %, 3 switches" (empty without layers).
         public var layersText: String {

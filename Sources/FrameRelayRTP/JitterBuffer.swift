@@ -117,17 +117,6 @@ package struct JitterBuffer: ~Copyable {
         return UnsafeRawBufferPointer(start: frameStore, count: size)
     }
 
-    /// Drops the packets of frames older than `timestamp` (they can no
-    /// longer be decoded in order); true when there were any.
-    package mutating func dropFrames(before timestamp: UInt32) -> Bool {
-        var dropped = false
-        for slot in slots.indices where slots[slot].present && Int32(bitPattern: timestamp &- slots[slot].timestamp) > 0 {
-            slots[slot].present = false
-            dropped = true
-        }
-        return dropped
-    }
-
     /// Whether a payload starts a frame: its descriptor has S=1 and partition 0.
     package static func startsFrame(_ payload: UnsafeRawBufferPointer) -> Bool {
         VP8PayloadDescriptor(payload)?.startsFrame ?? false

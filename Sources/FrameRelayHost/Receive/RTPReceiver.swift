@@ -4,9 +4,11 @@ import FrameRelayFrames
 import FrameRelayRTP
 import FrameRelayDecoding
 
-/// A VP8 RTP receiver: follows one stream (``RTPHeader``), puts its frames
-/// together (``JitterBuffer``), asks for lost packets (NACK) and, when a
-/// frame is lost for good, for a keyframe (PLI), decodes with libvpx, and
+/// A VP8 RTP receiver: follows one stream (``RTPHeader``), keeps its
+/// payloads (``JitterBuffer``), takes its frames in decode order as the
+/// subscriber does (``FrameTracker``: a frame whole before an earlier one
+/// waits for it while NACK has its chance), asks for lost packets (NACK)
+/// and, when a frame is lost for good, for a keyframe (PLI), decodes with libvpx, and
 /// reads the frame number stamped into each picture. Once a second it
 /// reports to the sender (``ReceptionStatistics``) and says it asks for what
 /// it misses, so the sender can leave out periodic keyframes.
@@ -72,8 +74,11 @@ public final class RTPReceiver {
     /// The packets missed, asked for once each (``MissingPackets/Rule/plainRTP``), and the list of those due.
     private var missing = MissingPackets(rule: .plainRTP)
     private var asking: [UInt16] = []
-    private var lastCompletedTimestamp: UInt32?
-    private var needKeyframe = true
+    /// The frames in decode order, and what it said on the last packet or tick.
+    private var tracker = FrameTracker()
+    private var events: [FrameTracker.Event] = []
+    /// The decoder failed, or a keyframe was too large: nothing decodes until a keyframe does.
+    private var decoderNeedsKeyframe = false
     /// The stream followed: the first SSRC heard, until it is silent for ``ssrcTimeout``.
     private var lockedSSRC: UInt32?
     private var lastFromLocked: UInt64 = 0
@@ -145,6 +150,7 @@ public final class RTPReceiver {
             drainRTCP()
             drainRTP()
             let now = MonotonicClock.now()
+            tick(now: now)
             if now &- lastReport >= Self.reportInterval { sendReport(now: now) }
         }
     }
@@ -192,8 +198,8 @@ public final class RTPReceiver {
             lockedSSRC = header.ssrc
             reception = ReceptionStatistics(first: header.sequence)
             missing = MissingPackets(rule: .plainRTP)
-            lastCompletedTimestamp = nil
-            needKeyframe = true
+            tracker = FrameTracker()
+            decoderNeedsKeyframe = false
             jitter.removeAll()
             estimator = DelayBasedEstimator()
         }
@@ -205,7 +211,6 @@ public final class RTPReceiver {
         stats.bytesReceived &+= UInt64(packet.count)
         feedbackCredit = min(Self.feedbackBurst * Self.feedbackShare, feedbackCredit + packet.count)
         streamSource = packetSource
-        if let last = lastCompletedTimestamp, Int32(bitPattern: header.timestamp &- last) <= 0 { return }  // late or resent after completion
         let payload = UnsafeRawBufferPointer(rebasing: packet[header.payloadOffset...])
         guard jitter.insert(payload, sequence: header.sequence, timestamp: header.timestamp, marker: header.marker) else { return }
         // A gap before this packet: ask for what is missing, once, in one NACK.
@@ -216,32 +221,51 @@ public final class RTPReceiver {
             let length = RTCP.writeNACK(into: feedbackBuffer, sender: receiverSSRC, media: stats.ssrc, sequences: asking)
             if sendFeedback(length) { stats.nacksSent += 1 }
         }
-        if let frame = jitter.wholeFrame(containing: header.sequence) { complete(frame, timestamp: header.timestamp) }
+        events.removeAll(keepingCapacity: true)
+        tracker.insert(sequence: header.sequence, timestamp: header.timestamp, marker: header.marker, payload: payload, now: now, into: &events)
+        handleEvents(now: now)
     }
 
-    /// Decodes a whole frame, after counting the frames before it that never became whole as lost.
-    private func complete(_ whole: JitterBuffer.Frame, timestamp: UInt32) {
-        let frame = jitter.assemble(whole)
-        if let last = lastCompletedTimestamp, timestamp &- last > 0, jitter.dropFrames(before: timestamp) {
-            stats.framesLost += 1
-            needKeyframe = true
+    /// Gives up on a frame NACK did not bring in time: four round trips
+    /// from a NACK to its packet, at least 150 ms (the subscriber's patience).
+    private func tick(now: UInt64) {
+        events.removeAll(keepingCapacity: true)
+        tracker.tick(now: now, patience: max(150_000_000, 4 * (missing.roundTrip ?? 50_000_000)), into: &events)
+        handleEvents(now: now)
+    }
+
+    /// Decodes the frames the tracker made decodable; asks for a keyframe
+    /// when a frame was given up on, or came whole while one is waited for.
+    private func handleEvents(now: UInt64) {
+        var gaveUp = false
+        for event in events {
+            switch event {
+            case .decodable(let frame, _): decode(frame)
+            case .keyframeWait: gaveUp = true
+            }
         }
-        lastCompletedTimestamp = timestamp
-        stats.framesComplete += 1
+        let counts = tracker.counts
+        let completed = counts.framesComplete > stats.framesComplete
+        stats.framesComplete = counts.framesComplete
+        stats.framesLost = counts.framesSkipped
+        if gaveUp || (completed && (tracker.awaitingKeyframe || decoderNeedsKeyframe)) { sendPLI(now: now) }
+    }
+
+    /// Decodes one frame the tracker handed out, in decode order.
+    private func decode(_ decodable: FrameTracker.Frame) {
+        guard let whole = jitter.wholeFrame(containing: decodable.firstSequence) else { return }
+        let frame = jitter.assemble(whole)
         let key = VP8Decoder.isKeyframe(frame)
         if let size = VP8Decoder.keyframeSize(frame), size.width * size.height > Self.maxPixels {
             stats.framesTooLarge += 1
-            needKeyframe = true
+            decoderNeedsKeyframe = true
             return
         }
         if key {
             stats.keyframes += 1
-            needKeyframe = false
+            decoderNeedsKeyframe = false
         }
-        if needKeyframe {
-            sendPLI(now: MonotonicClock.now())
-            return
-        }
+        guard !decoderNeedsKeyframe else { return }
         let ok = decoder.decode(frame) { picture in
             stats.framesDecoded += 1
             stats.width = picture.width
@@ -257,7 +281,7 @@ public final class RTPReceiver {
         }
         if !ok {
             stats.decodeErrors += 1
-            needKeyframe = true
+            decoderNeedsKeyframe = true
         }
     }
 

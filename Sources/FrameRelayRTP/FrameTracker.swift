@@ -17,10 +17,10 @@ import FrameRelayRTP
 ///
 /// No payload is kept: a slot per sequence number holds what the packet
 /// said about its frame, so hundreds of subscribers cost a few kilobytes each.
-struct FrameTracker {
-    static let capacity = 1024
+package struct FrameTracker {
+    package static let capacity = 1024
     /// The most complete frames held back waiting for an earlier one.
-    static let pendingLimit = 256
+    package static let pendingLimit = 256
 
     private struct Slot {
         var present = false
@@ -43,25 +43,25 @@ struct FrameTracker {
     }
 
     /// A whole frame: where it starts, and what is known of it.
-    struct Frame: Equatable {
-        var firstSequence: UInt16
-        var packets: Int
-        var timestamp: UInt32
-        var pictureID: UInt16?
-        var keyframe: Bool
-        var temporalLayer: VP8TemporalLayer? = nil
-        var baseLayerIndex: UInt8? = nil
+    package struct Frame: Equatable {
+        package var firstSequence: UInt16
+        package var packets: Int
+        package var timestamp: UInt32
+        package var pictureID: UInt16?
+        package var keyframe: Bool
+        package var temporalLayer: VP8TemporalLayer? = nil
+        package var baseLayerIndex: UInt8? = nil
         /// A keyframe's width (0 for other frames).
-        var width = 0
+        package var width = 0
         /// Its payload's size, all packets together.
-        var bytes = 0
+        package var bytes = 0
         /// When its first packet arrived and when it became whole (ns).
-        var firstArrival: UInt64
-        var completed: UInt64
+        package var firstArrival: UInt64
+        package var completed: UInt64
     }
 
     /// What happened on a packet or a tick, for the subscriber to act on.
-    enum Event: Equatable {
+    package enum Event: Equatable {
         /// A frame the decoder can take now, in decode order.
         case decodable(Frame, at: UInt64)
         /// A frame was given up on: the decoder waits for a keyframe (ask for one).
@@ -80,27 +80,29 @@ struct FrameTracker {
     /// The TL0PICIDX of the last base-layer frame taken (a stream of temporal layers).
     private var lastBase: UInt8?
     /// The last frame that came whole.
-    private(set) var lastComplete: Frame?
-    private(set) var counts = Counts()
+    package private(set) var lastComplete: Frame?
+    package private(set) var counts = Counts()
 
-    struct Counts: Equatable, Codable, Sendable {
-        var duplicates: UInt64 = 0
-        var framesComplete: UInt64 = 0
-        var framesDecodable: UInt64 = 0
-        var keyframes: UInt64 = 0
+    package struct Counts: Equatable, Codable, Sendable {
+        package var duplicates: UInt64 = 0
+        package var framesComplete: UInt64 = 0
+        package var framesDecodable: UInt64 = 0
+        package var keyframes: UInt64 = 0
         /// Frames the decoder never took: lost, or whole but behind a keyframe it jumped to.
-        var framesSkipped: UInt64 = 0
+        package var framesSkipped: UInt64 = 0
         /// Whole frames that waited for an earlier one (NACK brought its missing packet in time).
-        var framesHeld: UInt64 = 0
-        var keyframeWaits: UInt64 = 0
-        var malformed: UInt64 = 0
+        package var framesHeld: UInt64 = 0
+        package var keyframeWaits: UInt64 = 0
+        package var malformed: UInt64 = 0
     }
 
     /// Whether the decoder waits for a keyframe (before the first, or after a loss).
-    var awaitingKeyframe: Bool { expected == nil }
+    package var awaitingKeyframe: Bool { expected == nil }
+
+    package init() {}
 
     /// Takes one RTP packet's payload; returns what became decodable.
-    mutating func insert(sequence: UInt16, timestamp: UInt32, marker: Bool, payload: UnsafeRawBufferPointer, now: UInt64, into events: inout [Event]) {
+    package mutating func insert(sequence: UInt16, timestamp: UInt32, marker: Bool, payload: UnsafeRawBufferPointer, now: UInt64, into events: inout [Event]) {
         guard let descriptor = VP8PayloadDescriptor(payload) else {
             counts.malformed += 1
             return
@@ -235,7 +237,7 @@ struct FrameTracker {
     /// Gives up on a missing frame that has kept the decoder waiting longer
     /// than `patience` (NACK had its chance): the decoder then waits for a
     /// keyframe, and takes one at once if one is whole already.
-    mutating func tick(now: UInt64, patience: UInt64, into events: inout [Event]) {
+    package mutating func tick(now: UInt64, patience: UInt64, into events: inout [Event]) {
         guard let next = expected, let since = waitingSince, now &- since > patience else { return }
         expected = nil
         waitingSince = nil
@@ -249,5 +251,5 @@ struct FrameTracker {
     }
 
     /// When ``tick(now:patience:into:)`` could next give up (nil: nothing is waited for).
-    var waitingSinceTime: UInt64? { waitingSince }
+    package var waitingSinceTime: UInt64? { waitingSince }
 }

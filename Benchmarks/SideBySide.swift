@@ -163,7 +163,7 @@ struct SideBySide {
                 if keep, timing.encoded == 0 { timing.encoded = MonotonicClock.now() }
                 rtp.deliver(packet, captureTime: media, timing: &timing)
             }
-            keyframes.encoded(outcome, width: input.width, height: input.height)
+            keyframes.encoded(outcome, width: input.width, height: input.height, bitrateKbps: encoder.bitrateKbps)
             if keep { trace.append(timing) }
             // When each frame's last packet left the pacer, as the host's trace says it.
             while completed < trace.count, rtp.complete(&trace[completed]) { completed += 1 }

@@ -24,7 +24,8 @@ static const int cvpx_frame_is_key = VPX_FRAME_IS_KEY;
 /// WebRTC's real-time screen-share configuration, in one place for the
 /// relay's encoder and the benchmarks' plain libvpx loop: CBR, quantizers
 /// 12-56, undershoot 100 / overshoot 15, buffer 500/600/1000 ms, no lag, no
-/// frame dropping or resizing, keyframes only when asked, 90 kHz time base.
+/// frame dropping (until cvpx_set_bitrate lowers the bitrate) or resizing,
+/// keyframes only when asked, 90 kHz time base.
 static inline vpx_codec_err_t cvpx_screen_share_config(vpx_codec_enc_cfg_t *cfg, unsigned width, unsigned height,
                                                        unsigned threads, unsigned kbps) {
     vpx_codec_err_t err = vpx_codec_enc_config_default(vpx_codec_vp8_cx(), cfg, 0);
@@ -68,9 +69,13 @@ static inline void cvpx_temporal_layers(vpx_codec_enc_cfg_t *cfg, unsigned kbps,
 
 /// Sets a running encoder's target bitrate (and its temporal layers', the
 /// base keeping its share), as libwebrtc does on a new estimate: the rate
-/// control follows from the next frame, with no keyframe.
-static inline vpx_codec_err_t cvpx_set_bitrate(vpx_codec_ctx_t *ctx, vpx_codec_enc_cfg_t *cfg, unsigned kbps, unsigned base_pct) {
+/// control follows from the next frame, with no keyframe. `drop_frames`:
+/// the rate control may drop a frame when its buffer runs under 30 % of
+/// the optimal level (libwebrtc's threshold with frame dropping on), for a
+/// bitrate under what the content costs at the highest quantizer.
+static inline vpx_codec_err_t cvpx_set_bitrate(vpx_codec_ctx_t *ctx, vpx_codec_enc_cfg_t *cfg, unsigned kbps, unsigned base_pct, int drop_frames) {
     cfg->rc_target_bitrate = kbps;
+    cfg->rc_dropframe_thresh = drop_frames ? 30 : 0;
     if (cfg->ts_number_layers == 2) {
         cfg->ts_target_bitrate[0] = kbps * base_pct / 100;
         cfg->ts_target_bitrate[1] = kbps;

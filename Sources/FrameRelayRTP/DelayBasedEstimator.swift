@@ -11,10 +11,14 @@
 ///
 /// - **Overuse**, the mean queueing of the report's frames over 50 ms and
 ///   not draining (not 5 ms under the report's before): the estimate
-///   becomes 0.85 of the rate received over the last second.
-/// - **Under 20 ms**: the estimate grows 8 % a second, up to 1.5 times the
-///   rate received (a still screen's trickle earns no growth, nor loses
-///   what it had).
+///   becomes 0.85 of the rate received over the last second, and that rate
+///   goes into the path's capacity (a moving average of the rates at overuse).
+/// - **Under 20 ms**: the estimate grows, up to 1.5 times the rate received
+///   (a still screen's trickle earns no growth, nor loses what it had):
+///   within 20 % of the capacity, by a packet per 300 ms (GCC's additive
+///   increase near convergence, so the queue fills slowly enough to be
+///   seen well before it overflows); further from it, 8 % a second. A rate
+///   received 15 % over the capacity forgets it (the path widened).
 /// - Between, or draining: it holds.
 ///
 /// Before the first overuse there is no estimate (nothing to send: the
@@ -29,6 +33,8 @@ package struct DelayBasedEstimator: Sendable {
 
     /// The estimate, bits/s (nil before the first overuse).
     package private(set) var estimate: Int?
+    /// The rate received at overuses, bits/s, a moving average (nil before the first, or once the path widened).
+    package private(set) var capacity: Int?
     /// The last report's mean queueing, ns (nil: no frame in it).
     package private(set) var queueing: Int64?
 
@@ -103,9 +109,18 @@ package struct DelayBasedEstimator: Sendable {
         let rate = receivedRate
         if mean > Self.overuse, !draining {
             estimate = max(1, rate * 85 / 100)
+            capacity = capacity.map { ($0 * 3 + rate) / 4 } ?? rate
         } else if mean < Self.underuse, let current = estimate, let last = lastReport {
+            if let known = capacity, rate > known * 115 / 100 { capacity = nil }
             let seconds = min(1, Double(now &- last) / 1e9)
-            let grown = Int(Double(current) * (1 + 0.08 * seconds))
+            let grown: Int
+            if let known = capacity, current >= known * 80 / 100 {
+                // A packet (or a frame at 30 a second, when smaller) per 300 ms, at least 4 kbit/s a second.
+                let packet = Double(min(1200 * 8, current / 30))
+                grown = current + Int(max(4_000, packet / 0.3) * seconds)
+            } else {
+                grown = Int(Double(current) * (1 + 0.08 * seconds))
+            }
             estimate = min(grown, max(current, rate * 3 / 2))
         }
         return estimate

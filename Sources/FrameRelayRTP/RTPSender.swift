@@ -16,7 +16,11 @@ import FrameRelaySystem
 /// link's queue. A queue that would take longer than
 /// ``Configuration/maxQueueTime`` to drain at that rate is sent faster,
 /// to drain in that time. Resends answer NACKs from the last 1,024 packets
-/// (``RetransmissionHistory``) at once, outside the pacing.
+/// (``RetransmissionHistory``) ahead of the queue, and count in the
+/// bucket; as in libwebrtc, they may take at most the target bitrate over
+/// a second, and the encoder is given the target less what they took
+/// (``encoderBitrate(now:)``), so that the stream with its repairs stays
+/// within what the receivers carry.
 package struct RTPSender: ~Copyable {
     package struct Configuration: Sendable {
         package var ssrc: UInt32
@@ -101,6 +105,9 @@ package struct RTPSender: ~Copyable {
     /// NACKed sequence numbers to send again at the next poll.
     private var resends: [UInt16] = []
     private var feedback = RTCP.Feedback()
+    /// Bytes resent in each 100 ms of the last second (the slot of `now / 100 ms` modulo 10), and the slot last written.
+    private var resentBytes = [Int](repeating: 0, count: 10)
+    private var resentSlot: UInt64 = 0
     /// The target from the receivers' reports, when the stream adapts.
     package private(set) var controller: BitrateController?
     private var lastFIRSequence: UInt8?
@@ -217,17 +224,42 @@ package struct RTPSender: ~Copyable {
     /// Bytes queued and not yet sent.
     package var waitingBytes: Int { queuedBytes }
 
+    /// Bytes resent within the last second (ten slots of 100 ms, the current one included).
+    private mutating func resentInLastSecond(now: UInt64) -> Int {
+        let slot = now / 100_000_000
+        if slot > resentSlot {
+            // Empty the slots that passed since the last one written, all ten after a long pause.
+            for passed in (resentSlot + 1)...max(resentSlot + 1, min(slot, resentSlot + 10)) { resentBytes[Int(passed % 10)] = 0 }
+            resentSlot = slot
+        }
+        return resentBytes.reduce(0, +)
+    }
+
+    /// What the encoder may take, bits/s: the target less the resends of
+    /// the last second (libwebrtc's protection overhead), at least the floor
+    /// when the stream adapts.
+    package mutating func encoderBitrate(now: UInt64) -> Int {
+        let left = configuration.targetBitrate - resentInLastSecond(now: now) * 8
+        return max(min(configuration.floorBitrate, configuration.targetBitrate), left)
+    }
+
     /// Hands `transmit` every datagram due by `now`, in order: resends
     /// first, then the queued packets whose burst is due, then a Sender
     /// Report when one is; returns when the next is due (nil: nothing waits).
     package mutating func poll(now: UInt64, _ transmit: (UnsafeRawBufferPointer, Route) -> Void) -> UInt64? {
-        for sequence in resends {
-            guard let packet = history.resend(sequence, now: now) else { continue }
-            transmit(packet, .media)
-            stats.retransmitted += 1
-        }
-        resends.removeAll(keepingCapacity: true)
         refill(now: now)
+        if !resends.isEmpty {
+            var allowed = configuration.targetBitrate / 8 - resentInLastSecond(now: now)
+            for sequence in resends where allowed > 0 {
+                guard let packet = history.resend(sequence, now: now) else { continue }
+                transmit(packet, .media)
+                stats.retransmitted += 1
+                budget -= Int64(packet.count) * 1_000_000_000
+                resentBytes[Int(resentSlot % 10)] += packet.count
+                allowed -= packet.count
+            }
+            resends.removeAll(keepingCapacity: true)
+        }
         while queuedSent < queued, budget > 0 {
             // A packet overwritten in the history (a frame of more packets than it holds) is counted, never sent wrong.
             if let packet = history.packet(firstQueued &+ UInt16(truncatingIfNeeded: queuedSent)) {

@@ -34,23 +34,67 @@ struct EncodeOutcomeTests {
         #expect(resized.keyframe)
     }
 
+    /// A bitrate lowered under what the content costs at the highest
+    /// quantizer (a controller answering a narrow link) lets libvpx drop
+    /// frames: the same frames at the same bitrate configured from the start
+    /// (no dropping) come out every one, far over it; lowered, the stream
+    /// keeps near it with fewer frames. The frames are noise, which no
+    /// quantizer makes small (a screen's equivalent: content costlier than the link).
+    @Test func aBitrateLoweredUnderTheContentsCostDropsFramesToMeetIt() throws {
+        var generator = SystemRandomNumberGenerator()
+        let pictures = try (0..<4).map { _ in
+            let buffer = try PixelBuffer(width: 320, height: 240, format: .i420)
+            for plane in 0..<3 { buffer.withUnsafeMutablePlane(plane) { bytes, _ in for index in bytes.indices { bytes[index] = UInt8.random(in: 0...255, using: &generator) } } }
+            return buffer
+        }
+        func run(configured: Int, lowered: Int?) throws -> (produced: Int, bits: Int) {
+            var settings = VP8Settings()
+            settings.keyframeInterval = 0
+            settings.threads = 1
+            settings.bitrateKbps = configured
+            let encoder = try VP8Encoder(settings: settings)
+            if let lowered { try encoder.setBitrate(lowered) }
+            var (produced, bytes) = (0, 0)
+            for n in 0..<90 {
+                let outcome = try encoder.encode(EncoderInput(pictures[n % 4]), captureTime: UInt64(n + 1) * 33_333_333, keyframe: n == 0) { _ in }
+                if outcome.produced { produced += 1 }
+                bytes += outcome.bytes
+            }
+            return (produced, bytes * 8)
+        }
+        let fixed = try run(configured: 200, lowered: nil)
+        let lowered = try run(configured: 2500, lowered: 200)
+        print("200 kbit/s over 3 s of noise: configured, \(fixed.produced) frames at \(fixed.bits / 3000) kbit/s; lowered, \(lowered.produced) at \(lowered.bits / 3000)")
+        #expect(fixed.produced == 90 && fixed.bits > 3 * 3 * 200_000, "without dropping, the content's cost: \(fixed)")
+        #expect(lowered.produced < 45 && lowered.bits < 2 * 3 * 200_000, "\(lowered) against \(fixed)")
+    }
+
     @Test func theKeyframeScheduleAsksAtTheStartOnRequestOnANewSizeAndPeriodicallyWhenAllowed() {
         var schedule = KeyframeSchedule(interval: 1)
         #expect(schedule.isDue(width: 64, height: 48, pts: 0, periodic: false))
-        schedule.encoded(EncodeOutcome(produced: true, keyframe: true, pts: 0), width: 64, height: 48)
+        schedule.encoded(EncodeOutcome(produced: true, keyframe: true, bytes: 1000, pts: 0), width: 64, height: 48, bitrateKbps: 500)
         #expect(!schedule.isDue(width: 64, height: 48, pts: 89_999, periodic: true))
         #expect(schedule.isDue(width: 64, height: 48, pts: 90_000, periodic: true))
         #expect(!schedule.isDue(width: 64, height: 48, pts: 900_000, periodic: false))  // every receiver asks for its own
         #expect(schedule.isDue(width: 80, height: 48, pts: 3000, periodic: false))
+        // A request 300 ms after a small keyframe is answered at once; one sooner waits until then.
         schedule.request()
-        #expect(schedule.isDue(width: 64, height: 48, pts: 3000, periodic: false))
-        // An inter frame clears the request and keeps the last keyframe's time.
-        schedule.encoded(EncodeOutcome(produced: true, keyframe: false, pts: 3000), width: 64, height: 48)
-        #expect(!schedule.isDue(width: 64, height: 48, pts: 6000, periodic: true))
-        #expect(schedule.isDue(width: 64, height: 48, pts: 90_000, periodic: true))
+        #expect(!schedule.isDue(width: 64, height: 48, pts: 26_999, periodic: false))
+        schedule.encoded(EncodeOutcome(produced: true, keyframe: false, pts: 26_999), width: 64, height: 48, bitrateKbps: 500)
+        #expect(schedule.isDue(width: 64, height: 48, pts: 27_000, periodic: false), "the request outlives the inter frames before it is due")
+        // A 25 kB keyframe at 500 kbit/s takes 400 ms to cross: a request waits 800 ms after it.
+        schedule.encoded(EncodeOutcome(produced: true, keyframe: true, bytes: 25_000, pts: 90_000), width: 64, height: 48, bitrateKbps: 500)
+        schedule.request()
+        #expect(!schedule.isDue(width: 64, height: 48, pts: 90_000 + 71_999, periodic: false))
+        #expect(schedule.isDue(width: 64, height: 48, pts: 90_000 + 72_000, periodic: false))
+        // A new size is a keyframe at once, whatever the last one was.
+        #expect(schedule.isDue(width: 80, height: 48, pts: 90_003, periodic: false))
+        schedule.encoded(EncodeOutcome(produced: true, keyframe: true, bytes: 1000, pts: 162_000), width: 64, height: 48, bitrateKbps: 500)
+        #expect(!schedule.isDue(width: 64, height: 48, pts: 165_000, periodic: true))
+        #expect(schedule.isDue(width: 64, height: 48, pts: 252_000, periodic: true))
         // No interval: never periodic.
         var never = KeyframeSchedule(interval: 0)
-        never.encoded(EncodeOutcome(produced: true, keyframe: true, pts: 0), width: 64, height: 48)
+        never.encoded(EncodeOutcome(produced: true, keyframe: true, pts: 0), width: 64, height: 48, bitrateKbps: 500)
         #expect(!never.isDue(width: 64, height: 48, pts: 90_000 * 3600, periodic: true))
     }
 

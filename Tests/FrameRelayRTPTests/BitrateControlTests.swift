@@ -102,4 +102,39 @@ import Testing
         #expect(Double(lostAfter) < 0.02 * Double(sentAfter), "\(lostAfter) of \(sentAfter) lost after 5 s: \(rates)")
         #expect(rates.last! > 600_000, "it does not collapse: \(rates)")
     }
+
+    /// What `frame-relay receive` reported through a real 1 Mbit/s tbf with
+    /// a 300 ms queue (`scripts/rtp-through-tbf 1mbit 30 300ms`, release
+    /// build, this machine): each report's second, fraction lost (of 256)
+    /// and REMB (kbit/s; nil before the first overuse).
+    static let recordedThroughATBF: [(at: Double, lost: Int, remb: Int?)] = [
+        (0.1, 0, nil), (1.2, 95, 783), (2.2, 84, 706), (3.2, 0, 763), (4.2, 0, 795), (5.2, 0, 827), (6.2, 0, 859), (7.2, 0, 891),
+        (8.2, 0, 923), (9.2, 0, 955), (10.2, 0, 987), (11.2, 0, 1019), (12.2, 0, 1051), (13.2, 0, 773), (14.3, 0, 774), (15.3, 0, 774),
+        (16.3, 0, 806), (17.3, 0, 838), (18.3, 0, 870), (19.3, 0, 902), (20.3, 0, 934), (21.3, 0, 966), (22.3, 0, 998), (23.3, 0, 1030),
+        (24.3, 0, 1062), (25.3, 0, 776), (26.3, 0, 773), (27.4, 0, 773), (28.4, 0, 805), (29.4, 0, 837), (30.4, 0, 869),
+    ]
+
+    /// The recorded reports, replayed into the sender's controller: the two
+    /// lossy seconds cut the loss-based rate (37 % and 33 % lost: by 18 %
+    /// and then 16 %), each REMB caps the target the moment it comes, down
+    /// as well as up, and the target never leaves the link's neighbourhood
+    /// once the receiver has spoken.
+    @Test func theRecordedReportsOfARealTBFMoveTheTargetAsTheyShould() {
+        var controller = BitrateController(floor: 150_000, ceiling: 2_500_000)
+        var targets: [Int] = []
+        for report in Self.recordedThroughATBF {
+            let now = UInt64(report.at * 1e9)
+            controller.report(fractionLost: Double(report.lost) / 256, now: now)
+            if report.at == 1.2 { #expect(controller.lossBased == 2_036_132, "2.5 Mbit/s less 95/512") }
+            if let remb = report.remb {
+                controller.remb(UInt64(remb) * 1000, now: now)
+                #expect(controller.target(now: now) == remb * 1000, "at \(report.at) s the REMB rules: the loss-based rate is above it")
+            }
+            targets.append(controller.target(now: now))
+        }
+        #expect(targets[0] == 2_500_000)
+        #expect(controller.lossBased <= 2 * 869_000 && controller.lossBased >= 869_000, "\(controller.lossBased): within twice the receiver's rate")
+        #expect(targets[13] == 773_000 && targets[12] == 1_051_000, "the REMB's fall is followed at once")
+        #expect(targets[1...].allSatisfy { $0 < 1_100_000 }, "\(targets)")
+    }
 }

@@ -126,6 +126,33 @@ import Testing
         #expect(stats.nacked == 6 && stats.retransmitted == 4)
     }
 
+    /// Resends take at most the target over a second, go in the pacing's
+    /// bucket ahead of new packets, and the encoder is given what they leave.
+    @Test func resendsTakeAtMostTheTargetAndTheEncoderGetsWhatTheyLeave() {
+        var configuration = RTPSender.Configuration(ssrc: Self.ssrc)
+        configuration.targetBitrate = 96_000  // 12,000 bytes a second: ten packets
+        configuration.adapts = true
+        configuration.floorBitrate = 20_000
+        var sender = RTPSender(configuration, sequence: 100, pictureID: 7, rtpBase: 1000, wallClock: { Self.ntp })
+        Self.frame(packets: 20).withUnsafeBytes { _ = sender.send($0, keyframe: true, captureTime: 0, now: 0) }
+        var now: UInt64 = 0
+        while sender.waitingBytes > 0, now < 1_000_000_000 { now = Self.poll(&sender, at: now).next ?? now }
+        #expect(sender.waitingBytes == 0 && sender.encoderBitrate(now: now) == 96_000)
+        let second: UInt64 = 1_000_000_000
+        var nack = [UInt8](repeating: 0, count: 64)
+        let length = nack.withUnsafeMutableBytes { RTCP.writeNACK(into: $0.baseAddress!, sender: 1, media: Self.ssrc, sequences: Array(100..<120)) }
+        _ = nack.withUnsafeBytes { sender.receiveRTCP(UnsafeRawBufferPointer(rebasing: $0[..<length]), fromHostOf: [0], fromRTCPPortOf: [], now: second) }
+        Self.frame(packets: 1).withUnsafeBytes { _ = sender.send($0, keyframe: false, captureTime: second, now: second) }
+        let polled = Self.poll(&sender, at: second)
+        #expect(polled.sent.filter { $0.1 == .media }.map { Self.sequence($0.0) } == Array(100..<110), "ten resends, the new packet waiting behind them")
+        // The bucket (30,000 bytes a second, 1,200 at most) owes the 12,000 resent less its 1,200: 360 ms.
+        #expect(sender.nextPacketDue.map { $0 > second + 350_000_000 && $0 < second + 370_000_000 } == true, "\(String(describing: sender.nextPacketDue))")
+        #expect(sender.encoderBitrate(now: second) == 20_000, "the resends took it all: the floor")
+        #expect(sender.encoderBitrate(now: second + 500_000_000) == 20_000)
+        #expect(sender.encoderBitrate(now: second + 1_000_000_000) == 96_000, "a second on, they no longer count")
+        #expect(sender.stats.retransmitted == 10)
+    }
+
     @Test func aPLIOrANewFIRAsksForAKeyframeAndARepeatedFIRDoesNot() {
         var sender = Self.sender()
         var bytes = [UInt8](repeating: 0, count: 32)

@@ -190,8 +190,9 @@ public final class ContentAwareEncoder {
         case .skip:
             preconditionFailure("a skipped frame is idle or returned")
         }
-        layer.keyframes.encoded(outcome, width: input.width, height: input.height)
-        if damage != nil {
+        layer.keyframes.encoded(outcome, width: input.width, height: input.height, bitrateKbps: layer.encoder.bitrateKbps)
+        // A frame libvpx dropped coded nothing: what changed in it still refines.
+        if damage != nil, outcome.produced {
             if outcome.keyframe { layer.schedule.restart() }
             // Only a base-layer frame is a reference: only it lets a macroblock converge.
             if outcome.temporalLayer == 0, let reconstruction = layer.encoder.reconstruction() {

@@ -125,11 +125,12 @@ final class Pacer: @unchecked Sendable {
         state.withLock { state in (state.streams.map { $0.sender.stats }, state.sendErrors, state.lastSendError) }
     }
 
-    /// The top stream's target from its receivers' reports, bits/s (nil: it does not adapt).
-    func targetBitrate() -> Int? {
+    /// What the top stream's encoder may take from its receivers' reports
+    /// (``RTPSender/encoderBitrate(now:)``), bits/s (nil: it does not adapt).
+    func encoderBitrate(now: UInt64) -> Int? {
         state.withLock { state in
-            let top = state.streams[state.streams.count - 1]
-            return top.sender.controller == nil ? nil : top.sender.configuration.targetBitrate
+            let top = state.streams.count - 1
+            return state.streams[top].sender.controller == nil ? nil : state.streams[top].sender.encoderBitrate(now: now)
         }
     }
 

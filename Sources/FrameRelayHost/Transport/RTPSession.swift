@@ -149,8 +149,8 @@ public final class RTPSession: FrameSink {
     /// A still screen still sends a frame a second: Janus and players take a long silence for a lost stream.
     public var wantsIdleRepeats: Bool { true }
 
-    /// What the top stream's receivers carry, kbit/s (nil: it does not adapt).
-    public var targetBitrateKbps: Int? { pacer.targetBitrate().map { $0 / 1000 } }
+    /// What the top stream's encoder may take, kbit/s: its receivers' target less the resends (nil: it does not adapt).
+    public var targetBitrateKbps: Int? { pacer.encoderBitrate(now: MonotonicClock.now()).map { $0 / 1000 } }
 
     /// Periodic keyframes while some destination cannot ask for one.
     public func needsPeriodicKeyframes(now: UInt64) -> Bool { !everyDestinationAsks(now: now) }

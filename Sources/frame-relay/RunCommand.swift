@@ -94,7 +94,7 @@ struct Run: ParsableCommand {
             // Layers are for Janus's viewers; without Janus the whole picture alone.
             pipeline.simulcast = janus.isEmpty ? Simulcast(layers: 1) : Simulcast(layers: layers ?? layerBitrates?.count, bitrates: layerBitrates)
             if let top = layerBitrates?.last { pipeline.settings.bitrateKbps = top }
-            do { try pipeline.simulcast.validate() } catch { throw UsageError("\(error)") }
+            do { try pipeline.simulcast.validate(top: pipeline.settings.bitrateKbps) } catch { throw UsageError("\(error)") }
             guard records.isEmpty || records.count == count else {
                 throw UsageError("--record given \(records.count) times for \(count) App Groups: give one file per --app-group")
             }

@@ -13,15 +13,24 @@ import Testing
 /// base temporal layer alone, decodes to the picture the host was given.
 struct SimulcastTests {
     private func sizes(_ simulcast: Simulcast, _ width: Int, _ height: Int) -> [String] {
-        simulcast.sizes(width: width, height: height).map { "\($0.stream):\($0.width)x\($0.height)" }
+        simulcast.sizes(width: width, height: height, top: 2500).map { "\($0.stream):\($0.width)x\($0.height)" }
     }
 
-    @Test func layersHalveDownToSixtyFourPixelsAndTheHostLeavesNarrowPicturesWhole() {
+    @Test func layersHalveDownToSixtyFourPixelsAndTheHostLeavesNarrowPicturesWhole() throws {
         #expect(sizes(Simulcast(), 1280, 720) == ["0:640x360", "1:1280x720"])
         #expect(sizes(Simulcast(), 639, 480) == ["1:639x480"])  // automatic: under 640 wide, the whole picture alone
         #expect(sizes(Simulcast(layers: 2), 639, 480) == ["0:318x240", "1:639x480"])
         #expect(sizes(Simulcast(layers: 3), 1366, 768) == ["0:340x192", "1:682x384", "2:1366x768"])
         #expect(sizes(Simulcast(layers: 3), 200, 150) == ["1:100x74", "2:200x150"])  // 50x36 would be under 64
+        #expect(throws: CodecError.self) { try Simulcast(layers: 3).check(width: 200, height: 150, top: 2500) }
+        do { try Simulcast(layers: 3).check(width: 200, height: 150, top: 2500) } catch {
+            #expect("\(error)" == "3 layers need a picture at least 256x256 (each half the width and height of the one above, none under 64 px): this share's is 200x150; ask for fewer layers")
+        }
+        try Simulcast(layers: 3).check(width: 256, height: 256, top: 2500)
+        try Simulcast().check(width: 200, height: 150, top: 2500)  // left to the host: the whole picture alone
+        // Left to the host, a top bitrate that would leave the lower layer under 150 sends the top alone.
+        #expect(Simulcast().sizes(width: 1280, height: 720, top: 299).map(\.stream) == [1])
+        #expect(Simulcast().sizes(width: 1280, height: 720, top: 300).map(\.stream) == [0, 1])
         #expect(sizes(Simulcast(layers: 1), 1280, 720) == ["0:1280x720"])
         #expect(Simulcast().streams == 2 && Simulcast(layers: 3).streams == 3)
     }
@@ -33,11 +42,14 @@ struct SimulcastTests {
         // Never more than half the layer above.
         #expect((0..<3).map { Simulcast(layers: 3).bitrate(stream: $0, top: 100) } == [25, 50, 100])
         #expect((0..<2).map { Simulcast(bitrates: [300, 1800]).bitrate(stream: $0, top: 2500) } == [300, 1800])
-        try Simulcast(layers: 3, bitrates: [100, 500, 2000]).validate()
-        for (bad, message) in [(Simulcast(layers: 4), "invalid layer count 4"), (Simulcast(bitrates: [500]), "1 layer bitrates for 2 layers"),
-                               (Simulcast(bitrates: [900, 600]), "must rise")] {
-            #expect(throws: CodecError.self) { try bad.validate() }
-            do { try bad.validate() } catch { #expect("\(error)".contains(message), "\(error)") }
+        try Simulcast(layers: 3, bitrates: [150, 500, 2000]).validate(top: 2000)
+        try Simulcast(layers: 2).validate(top: 300)
+        for (bad, top, message) in [(Simulcast(layers: 4), 2500, "invalid layer count 4"), (Simulcast(bitrates: [500]), 500, "1 layer bitrates for 2 layers"),
+                                    (Simulcast(bitrates: [900, 600]), 600, "must rise"),
+                                    (Simulcast(layers: 3, bitrates: [100, 500, 2000]), 2000, "layer bitrates 100,500,2000 kbit/s: each of several layers needs at least 150"),
+                                    (Simulcast(layers: 3), 100, "layer bitrates 25,50,100 kbit/s"), (Simulcast(layers: 2), 299, "layer bitrates 149,299")] {
+            #expect(throws: CodecError.self) { try bad.validate(top: top) }
+            do { try bad.validate(top: top) } catch { #expect("\(error)".contains(message), "\(error)") }
         }
     }
 

@@ -228,6 +228,16 @@ import FrameRelayJanus
         let taken = run(Paths.executable("frame-relay"), ["--app-group", group.name, "--janus", api, "--duration", "1"])
         #expect(taken.status != 0 && taken.stderr.contains("is taken by \"someone-else\""), "\(taken.stderr)")
         #expect(mountpoints().contains("someone-else"))
+
+        // Three layers asked of a picture too small for them: one line at its first frame, a non-zero exit, no ring, no mountpoint.
+        let small = uniqueGroup("janussmall")
+        let p = producer(small, ["--size", "200x150", "--fps", "30", "--duration", "3", "--quiet"])
+        let tooSmall = run(Paths.executable("frame-relay"), ["--app-group", small.name, "--janus", api, "--layers", "3", "--duration", "5", "--quiet"])
+        _ = p.wait()
+        #expect(tooSmall.status == 1, "\(tooSmall.stderr)")
+        #expect(tooSmall.stderr == "frame-relay: error: 3 layers need a picture at least 256x256 (each half the width and height of the one above, none under 64 px): this share's is 200x150; ask for fewer layers\n",
+                "\(tooSmall.stderr)")
+        #expect(!segmentExists(small) && !mountpoints().contains(small.name))
     }
 
     /// A Janus that dies mid-stream: the host says so once and keeps its other outputs (here the recording) going.

@@ -27,6 +27,8 @@ public final class ContentAwareEncoder {
     }
 
     public let simulcast: Simulcast
+    /// The top layer's bitrate as configured (kbit/s): with the count left to the host, whether a lower layer is sent.
+    private let topBitrate: Int
     private let converter: FrameConverter
     /// What changed since the last picture; nil when every frame is encoded whole.
     private let damage: DamageDetector?
@@ -47,8 +49,9 @@ public final class ContentAwareEncoder {
 
     /// `converter` scales and converts what the ring holds into what VP8 reads.
     public init(settings: VP8Settings, simulcast: Simulcast = Simulcast(layers: 1), converter: FrameConverter, encodeEveryFrame: Bool) throws {
-        try simulcast.validate()
+        try simulcast.validate(top: settings.bitrateKbps)
         self.simulcast = simulcast
+        topBitrate = settings.bitrateKbps
         layers = try (0..<simulcast.streams).map { stream in
             var layer = settings
             layer.bitrateKbps = simulcast.bitrate(stream: stream, top: settings.bitrateKbps)
@@ -120,7 +123,8 @@ public final class ContentAwareEncoder {
         // Periodic keyframes only while some receiver cannot ask for one (always when every frame is encoded whole).
         let periodic = damage == nil || periodicKeyframes
         var result = Result(converted: converted, outcome: nil)
-        let sizes = simulcast.sizes(width: input.width, height: input.height)
+        try simulcast.check(width: input.width, height: input.height, top: topBitrate)
+        let sizes = simulcast.sizes(width: input.width, height: input.height, top: topBitrate)
         for layer in layers { layer.stats.sending = sizes.contains { $0.stream == layer.stream } }
         for size in sizes {
             let layer = layers[size.stream]

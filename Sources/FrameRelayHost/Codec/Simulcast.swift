@@ -15,6 +15,10 @@ public struct Simulcast: Sendable, Equatable {
     /// A lower layer's bitrate: a quarter of the one above, at least this
     /// (LiveKit's rule for a screen share's half-size layer), and never more than half the one above.
     public static let minimumLowerBitrate = 150
+    /// No layer of several below this: VP8 at its coarsest quantizer spends
+    /// 156 kbit/s on a 320×180 moving screen at 30 frames/s (the smallest
+    /// layer of 720p in three), so under it the encoder meets its rate only by dropping frames.
+    public static let minimumLayerBitrate = 150
 
     /// Layers asked for, 1...3; nil: 2, the lower one sent only where the picture is at least ``automaticWidth`` wide.
     public var layers: Int?
@@ -30,8 +34,8 @@ public struct Simulcast: Sendable, Equatable {
     /// Streams the share has room for (a Janus mountpoint's ports), smallest first.
     public var streams: Int { layers ?? 2 }
 
-    /// Throws a ``CodecError`` naming what is out of range.
-    public func validate() throws(CodecError) {
+    /// Throws a ``CodecError`` naming what is out of range, with the top layer at `top` kbit/s.
+    public func validate(top: Int) throws(CodecError) {
         if let layers, !(1...Self.maxLayers).contains(layers) {
             throw .invalidSetting("invalid layer count \(layers): must be 1...\(Self.maxLayers)")
         }
@@ -44,16 +48,32 @@ public struct Simulcast: Sendable, Equatable {
                 throw .invalidSetting("layer bitrates \(bitrates.map(String.init).joined(separator: ",")) must rise from the smallest layer to the top")
             }
         }
+        // Asked for (with the count left to the host, a lower layer under it is not sent).
+        if (layers ?? bitrates?.count ?? 1) > 1 {
+            let rates = (0..<streams).map { bitrate(stream: $0, top: top) }
+            if let low = rates.first, low < Self.minimumLayerBitrate {
+                throw .invalidSetting("layer bitrates \(rates.map(String.init).joined(separator: ",")) kbit/s: each of several layers needs at least \(Self.minimumLayerBitrate) (under it VP8 meets its rate only by dropping frames); raise the top layer's bitrate or ask for fewer layers")
+            }
+        }
+    }
+
+    /// Throws a ``CodecError`` when the layers asked for do not fit a
+    /// `width`×`height` picture (one would have a side under ``minimumSide``).
+    public func check(width: Int, height: Int, top: Int) throws(CodecError) {
+        guard let layers, sizes(width: width, height: height, top: top).count < layers else { return }
+        let side = Self.minimumSide << (layers - 1)
+        throw .invalidSetting("\(layers) layers need a picture at least \(side)x\(side) (each half the width and height of the one above, none under \(Self.minimumSide) px): this share's is \(width)x\(height); ask for fewer layers")
     }
 
     /// The layers sent for a `width`×`height` picture, smallest first, each
     /// with its stream (0 is the smallest the share has room for): each half
     /// the width and height of the one above, even, none with a side under
     /// ``minimumSide``, and with the count left to the host none below a
-    /// picture narrower than ``automaticWidth``.
-    public func sizes(width: Int, height: Int) -> [(stream: Int, width: Int, height: Int)] {
+    /// picture narrower than ``automaticWidth`` or a top bitrate of `top`
+    /// kbit/s that leaves the lower layer under ``minimumLayerBitrate``.
+    public func sizes(width: Int, height: Int, top: Int) -> [(stream: Int, width: Int, height: Int)] {
         var sizes = [(stream: streams - 1, width: width, height: height)]
-        let wanted = layers ?? (width >= Self.automaticWidth ? 2 : 1)
+        let wanted = layers ?? (width >= Self.automaticWidth && bitrate(stream: 0, top: top) >= Self.minimumLayerBitrate ? 2 : 1)
         while sizes.count < wanted {
             let above = sizes[0]
             let size = (stream: above.stream - 1, width: above.width / 2 & ~1, height: above.height / 2 & ~1)

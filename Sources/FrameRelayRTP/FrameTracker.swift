@@ -35,7 +35,7 @@ package struct FrameTracker {
         var baseLayerIndex: UInt8?
         /// A keyframe's width, on its first packet.
         var width = 0
-        /// Its payload's size.
+        /// Its VP8 data's size (the payload less its descriptor).
         var bytes: UInt16 = 0
         /// The frame it belongs to was already completed.
         var consumed = false
@@ -53,7 +53,7 @@ package struct FrameTracker {
         package var baseLayerIndex: UInt8? = nil
         /// A keyframe's width (0 for other frames).
         package var width = 0
-        /// Its payload's size, all packets together.
+        /// Its VP8 data's size, all packets together: the encoder's frame, byte for byte.
         package var bytes = 0
         /// When its first packet arrived and when it became whole (ns).
         package var firstArrival: UInt64
@@ -116,7 +116,7 @@ package struct FrameTracker {
                             keyframe: descriptor.keyframe, pictureID: descriptor.pictureID ?? 0, hasPictureID: descriptor.pictureID != nil,
                             temporalLayer: descriptor.temporalLayer, baseLayerIndex: descriptor.baseLayerIndex,
                             width: descriptor.keyframe ? Self.keyframeWidth(payload, at: descriptor.dataOffset) : 0,
-                            bytes: UInt16(clamping: payload.count), consumed: false, arrival: now)
+                            bytes: UInt16(clamping: payload.count - descriptor.dataOffset), consumed: false, arrival: now)
         if let frame = wholeFrame(containing: sequence, now: now) { complete(frame, now: now, into: &events) }
     }
 

@@ -21,9 +21,9 @@ public struct FrameTiming: Sendable, Codable, Equatable {
 
     /// One line of a `--trace` file (JSON, newline-terminated); with
     /// simulcast streams, `streams` lists each one's `[stream, PictureID,
-    /// width, keyframe]`.
+    /// width, keyframe, bytes]`.
     public func jsonLine(share: String) -> String {
-        let streams = self.streams.sent.map { "[\($0.stream),\($0.picture),\($0.width),\($0.keyframe ? 1 : 0)]" }
+        let streams = self.streams.sent.map { "[\($0.stream),\($0.picture),\($0.width),\($0.keyframe ? 1 : 0),\($0.bytes)]" }
         return "{\"share\":\"\(share)\",\"frame\":\(frame),\(shows.map { "\"shows\":\($0)," } ?? "")\"captured\":\(captured),\"published\":\(published),"
             + "\"taken\":\(taken),\"converted\":\(converted),\"encoded\":\(encoded),\"queued\":\(queued),\"sent\":\(sent)"
             + (pictureID.map { ",\"picture\":\($0)" } ?? "") + (streams.isEmpty ? "" : ",\"streams\":[\(streams.joined(separator: ","))]") + "}\n"
@@ -38,6 +38,16 @@ public struct SentStreams: Sendable, Codable, Equatable {
         public var picture: UInt16
         public var width: Int
         public var keyframe: Bool
+        /// The encoded frame's size: a keyframe's tells a viewer behind Janus which one it got.
+        public var bytes: Int
+
+        public init(stream: Int, picture: UInt16, width: Int, keyframe: Bool, bytes: Int) {
+            self.stream = stream
+            self.picture = picture
+            self.width = width
+            self.keyframe = keyframe
+            self.bytes = bytes
+        }
     }
 
     private var first: Sent?

@@ -113,7 +113,7 @@ public final class RTPSession: FrameSink {
         guard let index, ssrcs.indices.contains(index) else { return }
         let now = MonotonicClock.now()
         let pictureID = pacer.enqueue(frame.bytes, stream: index, keyframe: frame.isKeyframe, layer: frame.temporalLayer, captureTime: captureTime, now: now)
-        if ssrcs.count > 1 { timing.streams.record(.init(stream: index, picture: pictureID, width: frame.width, keyframe: frame.isKeyframe)) }
+        if ssrcs.count > 1 { timing.streams.record(.init(stream: index, picture: pictureID, width: frame.width, keyframe: frame.isKeyframe, bytes: frame.bytes.count)) }
         if frame.isTopLayer {
             timing.pictureID = pictureID
             timing.queued = now

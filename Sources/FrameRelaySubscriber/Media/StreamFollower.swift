@@ -20,8 +20,8 @@ package final class StreamFollower {
     private(set) var mediaSSRC: UInt32?
     /// Each decodable frame's PictureID and when it became decodable (for latency against the host's trace).
     private(set) var frames: [(picture: UInt16, at: UInt64)] = []
-    /// Each decodable keyframe's PictureID, width and time: where a simulcast viewer's PictureIDs are anchored (``HostTrace/anchors(of:keyframes:)``).
-    private(set) var keyframes: [(picture: UInt16, width: Int, at: UInt64)] = []
+    /// Each decodable keyframe's PictureID, width, size and time: where a simulcast viewer's PictureIDs are anchored (``HostTrace/anchors(of:keyframes:)``).
+    private(set) var keyframes: [HostTrace.SeenKeyframe] = []
     /// When the first and the last media packet came, the first decodable frame, and media bytes.
     private(set) var firstPacket: UInt64?
     private(set) var lastPacket: UInt64?
@@ -105,7 +105,7 @@ package final class StreamFollower {
                     if framesEachSecond.count <= second { framesEachSecond += [UInt16](repeating: 0, count: second + 1 - framesEachSecond.count) }
                     framesEachSecond[second] &+= 1
                 }
-                if frame.keyframe, let picture = frame.pictureID, keyframes.count < 4096 { keyframes.append((picture, frame.width, at)) }
+                if frame.keyframe, let picture = frame.pictureID, keyframes.count < 4096 { keyframes.append(.init(picture: picture, width: frame.width, bytes: frame.bytes, at: at)) }
                 _ = freezes.frame(at: at, timestamp: frame.timestamp)
                 decoder?.decode(frame, now: at)
             case .keyframeWait:

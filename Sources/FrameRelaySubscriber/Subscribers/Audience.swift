@@ -223,7 +223,7 @@ public final class Audience {
             result.subscribers.append(member.stats)
             viewerSeconds += Double(now - member.watchedAt) / 1e9
             if let trace {
-                let anchors = trace.anchors(of: group.share, keyframes: member.stream.keyframes, frames: member.stream.frames)
+                let anchors = trace.anchors(of: group.share, keyframes: member.stream.keyframes)
                 for (picture, at) in member.stream.frames {
                     if let found = trace.frame(of: group.share, picture: picture, at: at, anchors: anchors) { latency.record(at - found.sent.captured) }
                 }

@@ -27,8 +27,24 @@ public struct HostTrace: Sendable {
     /// Per share, per stream (simulcast; -1: the one stream of a share without), per PictureID:
     /// every frame sent with it, oldest first (a 15-bit PictureID wraps after 32,768 frames).
     private var sent: [String: [Int: [UInt16: [Sent]]]] = [:]
-    /// Per share, per stream: its keyframes (PictureID, width, capture time), oldest first.
-    private var keyframes: [String: [Int: [(picture: UInt16, width: Int, captured: UInt64)]]] = [:]
+    /// Per share, per stream: its keyframes (PictureID, width, size, capture time), oldest first.
+    private var keyframes: [String: [Int: [(picture: UInt16, width: Int, bytes: Int, captured: UInt64)]]] = [:]
+
+    /// A keyframe a viewer decoded: its PictureID as the viewer saw it, its
+    /// width, its VP8 data's size (Janus passes the data untouched) and when it came whole.
+    public struct SeenKeyframe: Sendable, Equatable {
+        public var picture: UInt16
+        public var width: Int
+        public var bytes: Int
+        public var at: UInt64
+
+        public init(picture: UInt16, width: Int, bytes: Int, at: UInt64) {
+            self.picture = picture
+            self.width = width
+            self.bytes = bytes
+            self.at = at
+        }
+    }
 
     public init() {}
 
@@ -47,9 +63,12 @@ public struct HostTrace: Sendable {
                 }
                 let frame = Sent(frame: entry.frame, shows: entry.shows, captured: entry.captured)
                 if let streams = entry.streams {
-                    for stream in streams where stream.count == 4 && (0...2).contains(stream[0]) && (0...0x7FFF).contains(stream[1]) {
+                    // [stream, PictureID, width, keyframe, bytes]
+                    for stream in streams where stream.count == 5 && (0...2).contains(stream[0]) && (0...0x7FFF).contains(stream[1]) {
                         sent[entry.share, default: [:]][stream[0], default: [:]][UInt16(stream[1]), default: []].append(frame)
-                        if stream[3] != 0 { keyframes[entry.share, default: [:]][stream[0], default: []].append((UInt16(stream[1]), stream[2], entry.captured)) }
+                        if stream[3] != 0 {
+                            keyframes[entry.share, default: [:]][stream[0], default: []].append((UInt16(stream[1]), stream[2], stream[4], entry.captured))
+                        }
                     }
                 } else if let picture = entry.picture {
                     sent[entry.share, default: [:]][-1, default: [:]][picture, default: []].append(frame)
@@ -75,42 +94,31 @@ public struct HostTrace: Sendable {
         public var offset: UInt16
     }
 
-    /// The anchors of a viewer of `share` that took `keyframes` (PictureID
-    /// as it saw it, width, when): on a simulcast share, each keyframe
-    /// (Janus shifts PictureIDs at a substream switch, which comes at a
-    /// keyframe; one may go there and back on keyframes the viewer never
-    /// got whole, so a keyframe of the width before may follow a shift) is the keyframe of the stream of
-    /// its width that the host sent before it came, no later than the least
-    /// delay of the `frames` before it allows: of those, the one that makes
-    /// the most of the keyframes after it on the same substream keyframes
-    /// the host sent (Janus keeps PictureIDs' differences within a
-    /// substream, and keyframes come when PLIs ask, at no fixed pace), the
-    /// latest on a tie (a keyframe a later PLI made while this one was
-    /// still on a slow link is so told apart). PictureIDs from it on are
-    /// that stream's, shifted as Janus shifted them. On a single-stream
-    /// share, one anchor with no shift.
-    public func anchors(of share: String, keyframes seen: [(picture: UInt16, width: Int, at: UInt64)],
-                        frames: [(picture: UInt16, at: UInt64)] = []) -> [Anchor] {
+    /// The anchors of a viewer of `share` that took `keyframes`: on a
+    /// simulcast share, each keyframe (Janus shifts PictureIDs at a
+    /// substream switch, which comes at a keyframe; one may go there and
+    /// back on keyframes the viewer never got whole, so a keyframe of the
+    /// width before may follow a shift) is a keyframe the host sent of its
+    /// width and its size, byte for byte, captured before it came. By time
+    /// alone a keyframe that crossed a slow link while the host made another
+    /// would be taken for the later one, and one of keyframes at a steady
+    /// pace for a neighbour, and every figure after it with it. Should
+    /// several match (a still screen's keyframes may be alike), the one that
+    /// makes the most of the keyframes after it on the same substream
+    /// keyframes the host sent (Janus keeps PictureIDs' differences within a
+    /// substream), the latest on a tie. PictureIDs from it on are that
+    /// stream's, shifted as Janus shifted them; after a keyframe that matches
+    /// none, no frame is mapped until the next. On a single-stream share,
+    /// one anchor with no shift.
+    public func anchors(of share: String, keyframes seen: [SeenKeyframe]) -> [Anchor] {
         guard let byStream = keyframes[share] else { return [Anchor(from: 0, stream: -1, offset: 0)] }
         var anchors: [Anchor] = []
-        var leastDelay: UInt64?
-        var next = 0
         for (index, key) in seen.enumerated() {
             let later = seen[(index + 1)...].prefix { $0.width == key.width }
-            // The frames since the last anchor, mapped by it: the link's least delay so far.
-            while next < frames.count, frames[next].at < key.at {
-                if let found = frame(of: share, picture: frames[next].picture, at: frames[next].at, anchors: anchors) {
-                    let delay = frames[next].at &- found.sent.captured
-                    leastDelay = min(leastDelay ?? delay, delay)
-                }
-                next += 1
-            }
-            let latest = key.at &- min(key.at, leastDelay ?? 0)
             var best: (score: Int, captured: UInt64, anchor: Anchor)?
             for (stream, keys) in byStream {
                 let pictures = Set(keys.filter { $0.width == key.width }.map(\.picture))
-                // The last few of its keyframes the link could have brought by then.
-                for sent in keys.filter({ $0.width == key.width && $0.captured <= latest }).suffix(8) {
+                for sent in keys where sent.width == key.width && sent.bytes == key.bytes && sent.captured <= key.at {
                     let offset = (sent.picture &- key.picture) & 0x7FFF
                     let score = later.filter { pictures.contains(($0.picture &+ offset) & 0x7FFF) }.count
                     if best == nil || score > best!.score || (score == best!.score && sent.captured > best!.captured) {
@@ -118,10 +126,13 @@ public struct HostTrace: Sendable {
                     }
                 }
             }
-            if let best { anchors.append(best.anchor) }
+            anchors.append(best?.anchor ?? Anchor(from: key.at, stream: Self.unknownStream, offset: 0))
         }
         return anchors
     }
+
+    /// The stream of an anchor at a keyframe the host's trace has none like: nothing maps through it.
+    static let unknownStream = -2
 
     /// The frame behind PictureID `picture` that a viewer with `anchors`
     /// saw at `time`, and how many times smaller than the whole picture its

@@ -118,6 +118,20 @@ import Testing
         #expect(Self.at(Self.swift(unknown)).first == "5 1/0")
     }
 
+    /// A 5 Mbit/s link that falls at 12 s to what brings 480 kbit/s, and
+    /// queues: from the top straight down to the rung the link carried
+    /// (the small layer's base, 375 kbit/s with headroom), not a rung each 2 s.
+    static let falls = link("5 Mbit/s, then a queue from 12 s", seconds: 20, bitrates: [625, 2500], capacity: 5000,
+                            delay: { $0 < 12_000 ? 0 : ($0 - 12_000) * 0.2 })
+
+    @Test func aLinkThatFallsUnderSeveralRungsIsLeftInOneStep() {
+        #expect(Self.at(Self.swift(Self.falls)) == ["5 1/0", "10 1/1", "13 0/0"])
+        // Without the layers' bitrates, a rung at a time.
+        var unknown = Self.falls
+        unknown.bitrates = nil
+        #expect(Self.at(Self.swift(unknown)) == ["5 1/0", "10 1/1", "13 1/0", "16 0/1", "18 0/0"])
+    }
+
     @Test func aStepUpMetByTroubleWaitsLongerBeforeTheNext() {
         // Up at 5 s; trouble at 8 s: down, and 10 s before the next try (at 18); trouble at 21: 20 s (at 41); at 44: 40 s.
         #expect(Self.at(Self.swift(Self.edge)) == ["5 1/0", "8 0/1", "18 1/0", "21 0/1", "41 1/0", "44 0/1"])
@@ -144,7 +158,7 @@ import Testing
     }
 
     @Test func theViewerPagesMirrorStepsWhereTheSwiftTypeSteps() throws {
-        let sequences = [Self.clean, Self.queue, Self.lossy, Self.silent, Self.burst, Self.edge, Self.narrow, Self.wide] + (1...6).map { Self.generated(seed: $0) }
+        let sequences = [Self.clean, Self.queue, Self.lossy, Self.silent, Self.burst, Self.edge, Self.narrow, Self.wide, Self.falls] + (1...6).map { Self.generated(seed: $0) }
         let input = Paths.temporaryDirectory().appendingPathComponent("layer-sequences.json")
         try JSONEncoder().encode(sequences).write(to: input)
         let script = ViewerPage.layerRule + """

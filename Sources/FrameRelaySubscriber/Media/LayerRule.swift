@@ -1,7 +1,11 @@
 /// Which layer a viewer of a simulcast mountpoint watches, from what it
 /// measures of its own link: it starts on the smallest layer at its full
-/// rate, so the first picture comes fast; it steps down one rung within
-/// ``evaluateEvery`` + ``switchGap`` of trouble; it steps up one rung once
+/// rate, so the first picture comes fast; it steps down within
+/// ``evaluateEvery`` + ``switchGap`` of trouble, one rung or, when the
+/// mountpoint says its layers' bitrates, to the highest rung below whose
+/// bitrate ``headroom`` times over what the link brought in the window
+/// (a link that falls from 5 Mbit/s to 1 leaves the large layer for the
+/// small one in one step, not a rung each 2 s); it steps up one rung once
 /// the link has held the current rung for ``firstHold`` with no trouble.
 /// A step up also waits until the link has room for the rung above, when
 /// the mountpoint says its layers' bitrates: each frame's delay grows with
@@ -81,6 +85,9 @@ struct LayerRule {
     private var delaySum = 0.0
     private var delayCount = 0
     private var lastFrame: Double
+    /// The bytes of the frames received whole since the last evaluation, and when it was.
+    private var windowBytes = 0.0
+    private var windowStart: Double
 
     /// A viewer of a mountpoint with `layers` simulcast layers (each with
     /// two temporal layers) of `bitrates` (kbit/s, smallest first, when
@@ -93,6 +100,7 @@ struct LayerRule {
         lastTrouble = now
         nextEvaluation = now + Self.evaluateEvery
         lastFrame = now
+        windowStart = now
     }
 
     /// A frame of `bytes` received whole at `now` with RTP timestamp `timestamp`.
@@ -112,6 +120,7 @@ struct LayerRule {
         lastFrame = now
         sizes.append((Double(bytes), delay))
         if sizes.count > Self.capacityFrames { sizes.removeFirst() }
+        windowBytes += Double(bytes)
     }
 
     /// The link's capacity (kbit/s) from the slope of the last frames' delay
@@ -141,7 +150,8 @@ struct LayerRule {
         let loss = expectedNow > 0 ? Double(lostNow) / Double(expectedNow) : 0
         let delay = delayCount > 0 ? delaySum / Double(delayCount) : 0
         let trouble = loss > Self.lossLimit || delay > Self.delayLimit || missing > 0 || now - lastFrame > Self.silenceLimit
-        (delaySum, delayCount, missing) = (0, 0, 0)
+        let received = windowBytes * 8 / max(1, now - windowStart)  // kbit/s
+        (delaySum, delayCount, missing, windowBytes, windowStart) = (0, 0, 0, 0, now)
         if trouble {
             lastTrouble = now
             guard rung > 0, lastSwitch == lastUp || now - lastSwitch >= Self.switchGap else { return nil }
@@ -151,6 +161,7 @@ struct LayerRule {
                 hold = Self.firstHold
             }
             rung -= 1
+            if let rates = rungBitrates { while rung > 0, rates[rung] * Self.headroom > received { rung -= 1 } }
             lastSwitch = now
             return layer
         }

@@ -12,6 +12,7 @@ class LayerRule {
     this.rung = 1; this.hold = LayerRule.firstHold; this.lastSwitch = now; this.lastUp = -Infinity; this.lastTrouble = now;
     this.nextEvaluation = now + LayerRule.evaluateEvery; this.lastExpected = 0; this.lastLost = 0; this.missing = 0;
     this.rtpTime = 0; this.lastTimestamp = null; this.floors = []; this.delaySum = 0; this.delayCount = 0; this.lastFrame = now;
+    this.windowBytes = 0; this.windowStart = now;
   }
   get layer() { return this.ladder[this.rung]; }
   // A frame of `bytes` received whole at `now` with RTP timestamp `timestamp`.
@@ -31,6 +32,7 @@ class LayerRule {
     this.lastFrame = now;
     this.sizes.push({ bytes: bytes, delay: delay });
     if (this.sizes.length > LayerRule.capacityFrames) this.sizes.shift();
+    this.windowBytes += bytes;
   }
   // The link's capacity (kbit/s) from the slope of the last frames' delay against their size; null when unknown.
   get capacity() {
@@ -53,7 +55,8 @@ class LayerRule {
     const loss = expectedNow > 0 ? lostNow / expectedNow : 0;
     const delay = this.delayCount > 0 ? this.delaySum / this.delayCount : 0;
     const trouble = loss > LayerRule.lossLimit || delay > LayerRule.delayLimit || this.missing > 0 || now - this.lastFrame > LayerRule.silenceLimit;
-    this.delaySum = 0; this.delayCount = 0; this.missing = 0;
+    const received = this.windowBytes * 8 / Math.max(1, now - this.windowStart);  // kbit/s
+    this.delaySum = 0; this.delayCount = 0; this.missing = 0; this.windowBytes = 0; this.windowStart = now;
     if (trouble) {
       this.lastTrouble = now;
       if (this.rung === 0 || (this.lastSwitch !== this.lastUp && now - this.lastSwitch < LayerRule.switchGap)) return null;
@@ -63,6 +66,7 @@ class LayerRule {
         this.hold = LayerRule.firstHold;
       }
       this.rung--;
+      if (this.rungBitrates) { while (this.rung > 0 && this.rungBitrates[this.rung] * LayerRule.headroom > received) this.rung--; }
       this.lastSwitch = now;
       return this.layer;
     }

@@ -123,8 +123,8 @@ public final class ContentAwareEncoder {
         // Periodic keyframes only while some receiver cannot ask for one (always when every frame is encoded whole).
         let periodic = damage == nil || periodicKeyframes
         var result = Result(converted: converted, outcome: nil)
-        try simulcast.check(width: input.width, height: input.height, top: topBitrate)
         let sizes = simulcast.sizes(width: input.width, height: input.height, top: topBitrate)
+        if let asked = simulcast.layers, sizes.count < asked { try simulcast.check(width: input.width, height: input.height, top: topBitrate) }
         for layer in layers { layer.stats.sending = sizes.contains { $0.stream == layer.stream } }
         for size in sizes {
             let layer = layers[size.stream]

@@ -79,6 +79,8 @@ package struct FrameTracker {
     private var lastPicture: UInt16?
     /// The TL0PICIDX of the last base-layer frame taken (a stream of temporal layers).
     private var lastBase: UInt8?
+    /// The width of the last keyframe taken: a keyframe of another width is another simulcast layer's.
+    private var lastKeyframeWidth = 0
     /// The last frame that came whole.
     package private(set) var lastComplete: Frame?
     package private(set) var counts = Counts()
@@ -88,7 +90,8 @@ package struct FrameTracker {
         package var framesComplete: UInt64 = 0
         package var framesDecodable: UInt64 = 0
         package var keyframes: UInt64 = 0
-        /// Frames the decoder never took: lost, or whole but behind a keyframe it jumped to.
+        /// Frames the decoder never took: lost, or whole but behind a keyframe it jumped to
+        /// (not the frames of one layer a switch to another layer's keyframe cut short).
         package var framesSkipped: UInt64 = 0
         /// Whole frames that waited for an earlier one (NACK brought its missing packet in time).
         package var framesHeld: UInt64 = 0
@@ -213,7 +216,13 @@ package struct FrameTracker {
             lastTimestamp = frame.timestamp
             events.append(.decodable(frame, at: now))
             guard let picture = frame.pictureID else { return }
-            if let index = frame.baseLayerIndex, frame.temporalLayer?.id == 0 || frame.keyframe {
+            // A keyframe of another width starts another simulcast layer (Janus switched the viewer's
+            // substream, and cut short the old layer's frame in flight): what it jumps past is no loss.
+            let switched = frame.keyframe && frame.width != 0 && lastKeyframeWidth != 0 && frame.width != lastKeyframeWidth
+            if frame.keyframe, frame.width != 0 { lastKeyframeWidth = frame.width }
+            if switched {
+                lastBase = frame.baseLayerIndex
+            } else if let index = frame.baseLayerIndex, frame.temporalLayer?.id == 0 || frame.keyframe {
                 // Base-layer frames between the last one taken and this one never will be (frames above it are no loss).
                 if let base = lastBase, !frame.keyframe || (index &- base) < 128 { counts.framesSkipped += UInt64((index &- base &- 1) & 0x7F) }
                 lastBase = index

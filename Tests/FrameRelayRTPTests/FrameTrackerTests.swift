@@ -73,11 +73,13 @@ import Testing
     }
 
     /// One packet frames of a stream of two temporal layers: (sequence, picture, TID, TL0PICIDX, keyframe).
-    func layered(_ tracker: inout FrameTracker, _ frames: [(UInt16, UInt16, UInt8, UInt8, Bool)], now: UInt64 = 1_000) -> [FrameTracker.Event] {
+    /// A keyframe declares `width` in its header.
+    func layered(_ tracker: inout FrameTracker, _ frames: [(UInt16, UInt16, UInt8, UInt8, Bool)], width: Int = 0, now: UInt64 = 1_000) -> [FrameTracker.Event] {
         var events: [FrameTracker.Event] = []
         for (sequence, picture, tid, index, keyframe) in frames {
-            let bytes: [UInt8] = [tid > 0 ? 0xB0 : 0x90, 0xE0, 0x80 | UInt8(picture >> 8), UInt8(picture & 0xFF), index, tid << 6 | (tid > 0 ? 0x20 : 0),
-                                  keyframe ? 0x00 : 0x01, 0x9d]
+            let header: [UInt8] = keyframe && width > 0 ? [0x00, 0x00, 0x00, 0x9d, 0x01, 0x2a, UInt8(width & 0xFF), UInt8(width >> 8), 0x68, 0x01]
+                                                        : [keyframe ? 0x00 : 0x01, 0x9d]
+            let bytes: [UInt8] = [tid > 0 ? 0xB0 : 0x90, 0xE0, 0x80 | UInt8(picture >> 8), UInt8(picture & 0xFF), index, tid << 6 | (tid > 0 ? 0x20 : 0)] + header
             bytes.withUnsafeBytes { tracker.insert(sequence: sequence, timestamp: UInt32(picture) * 3000, marker: true, payload: $0, now: now, into: &events) }
         }
         return events
@@ -102,5 +104,20 @@ import Testing
         #expect(events == [.keyframeWait] && tracker.counts.keyframeWaits == 1)
         events = layered(&tracker, [(16, 28, 0, 3, true), (17, 29, 1, 3, false)])
         #expect(decodable(events) == [28, 29] && tracker.counts.framesSkipped == 2)  // the base frames 1 and 2
+    }
+
+    /// Janus switching a viewer to another simulcast layer cuts short the
+    /// old layer's frame in flight and goes on with the new layer's keyframe
+    /// (its TL0PICIDX rewritten to follow the last one it forwarded): the
+    /// frame cut short is no loss. The same jump on one layer is.
+    @Test(arguments: [(640, 0), (1280, 1)])
+    func aKeyframeOfAnotherLayerJumpsPastTheFrameTheSwitchCutShort(width: Int, skipped: UInt64) {
+        var tracker = FrameTracker()
+        _ = layered(&tracker, [(1, 10, 0, 20, true)], width: 1280)
+        _ = layered(&tracker, [(2, 11, 1, 20, false), (3, 12, 0, 21, false)])
+        // Base frame 22 was cut short; the keyframe comes as TL0PICIDX 23.
+        let events = layered(&tracker, [(5, 14, 0, 23, true)], width: width)
+        #expect(decodable(events) == [14])
+        #expect(tracker.counts.framesSkipped == skipped && tracker.counts.keyframes == 2)
     }
 }

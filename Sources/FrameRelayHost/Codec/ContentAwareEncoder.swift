@@ -133,7 +133,9 @@ public final class ContentAwareEncoder {
                 layer.schedule.takeDamage(from: top.schedule, scale: Double(input.width) / Double(size.width))
             }
             let picture = { () throws -> EncoderInput in
-                layer.isTop ? input : try layer.scaler.scale(input, width: size.width, height: size.height)
+                guard !layer.isTop else { return input }
+                // Only the rows that changed are scaled again (a keyframe, a new size: all of them).
+                return try layer.scaler.scale(input, width: size.width, height: size.height, changedRows: self.damage == nil ? nil : layer.schedule.changedRows)
             }
             if let outcome = try encode(layer, picture, size: (size.width, size.height), metadata, periodic: periodic, repeatWhenIdle: repeatWhenIdle, output),
                result.outcome == nil || layer.isTop {
@@ -151,8 +153,10 @@ public final class ContentAwareEncoder {
         periodic: Bool, repeatWhenIdle: Bool, _ output: (EncodedFrame) throws -> Void
     ) throws -> EncodeOutcome? {
         let keyframe = layer.keyframes.isDue(width: size.width, height: size.height, pts: layer.encoder.timestamp(for: metadata.captureTime), periodic: periodic)
+        // With two temporal layers, a frame of the upper one codes only what changed since the last base frame.
+        let temporalLayer = layer.encoder.settings.temporalLayers > 1 ? layer.temporal.layer(captureTime: metadata.captureTime, keyframe: keyframe) : 0
         var plan = RefreshSchedule.Plan.everything
-        if damage != nil { plan = layer.schedule.plan(keyframe: keyframe) }
+        if damage != nil { plan = temporalLayer == 0 ? layer.schedule.plan(keyframe: keyframe) : layer.schedule.planUpper() }
         let idle: Bool
         switch plan {
         case .skip where !repeatWhenIdle || metadata.captureTime &- layer.lastEncodedCapture < idleRepeatInterval:
@@ -167,7 +171,7 @@ public final class ContentAwareEncoder {
         } catch {
             throw InvalidFrame.undecodable(frameNumber: metadata.frameNumber, reason: "\(error)")
         }
-        let temporalLayer = layer.temporal.layer(captureTime: metadata.captureTime, keyframe: keyframe)
+        layer.temporal.encoded(captureTime: metadata.captureTime, layer: temporalLayer)
         let outcome: EncodeOutcome
         switch plan {
         case _ where idle:
@@ -199,8 +203,11 @@ public final class ContentAwareEncoder {
         if damage != nil, outcome.produced {
             if outcome.keyframe { layer.schedule.restart() }
             // Only a base-layer frame is a reference: only it lets a macroblock converge.
-            if outcome.temporalLayer == 0, let reconstruction = layer.encoder.reconstruction() {
-                layer.schedule.converge(source: input, reconstruction: reconstruction, quantizer: outcome.quantizer, measure: plan != .everything)
+            if outcome.temporalLayer == 0 {
+                layer.schedule.baseEncoded()
+                if let reconstruction = layer.encoder.reconstruction() {
+                    layer.schedule.converge(source: input, reconstruction: reconstruction, quantizer: outcome.quantizer, measure: plan != .everything)
+                }
             }
         }
         if layer.isTop { stats.refining = layer.schedule.refiningCount }

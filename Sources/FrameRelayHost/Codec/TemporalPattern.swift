@@ -12,12 +12,13 @@ struct TemporalPattern {
 
     init(frameRate: Int) { baseGap = 1_500_000_000 / UInt64(max(1, frameRate)) }
 
-    /// The layer of a frame captured at `captureTime` that is about to be encoded.
-    mutating func layer(captureTime: UInt64, keyframe: Bool) -> Int {
-        if keyframe || lastBase.map({ captureTime &- $0 >= baseGap }) ?? true {
-            lastBase = captureTime
-            return 0
-        }
-        return 1
+    /// The layer a frame captured at `captureTime` would go in.
+    func layer(captureTime: UInt64, keyframe: Bool) -> Int {
+        keyframe || lastBase.map({ captureTime &- $0 >= baseGap }) ?? true ? 0 : 1
+    }
+
+    /// Notes that a frame captured at `captureTime` was encoded in `layer`.
+    mutating func encoded(captureTime: UInt64, layer: Int) {
+        if layer == 0 { lastBase = captureTime }
     }
 }

@@ -81,6 +81,8 @@ public struct RefreshSchedule {
     public private(set) var refiningCount = 0
     /// Frames in a row with nothing changed; at ``polishAfter`` every macroblock refines once more.
     private var stillFrames = 0
+    /// With temporal layers: the macroblocks changed since the last base-layer frame (what an upper-layer frame codes).
+    private var sinceBase: [UInt8] = []
 
     public init() {}
 
@@ -95,6 +97,7 @@ public struct RefreshSchedule {
             activeMap = Array(repeating: 1, count: count)
             segmentMap = Array(repeating: VP8Encoder.Segment.coded, count: count)
             refining = Array(repeating: true, count: count)
+            sinceBase = Array(repeating: 1, count: count)
             settled = Array(repeating: 0, count: count)
             coded = Array(repeating: 0, count: count)
             refiningCount = count
@@ -127,10 +130,49 @@ public struct RefreshSchedule {
         }
     }
 
+    /// Each macroblock row: whether this frame's damage touches it.
+    var changedRows: [Bool] {
+        (0..<rows).map { row in changed[(row * columns)..<((row + 1) * columns)].contains(1) }
+    }
+
+    /// The plan for a frame of the upper temporal layer whose damage is
+    /// filled in: only the macroblocks changed since the last base-layer
+    /// frame, at the frame's quantizer (so a viewer of both layers sees each
+    /// change at once); nothing refines in it (no frame references an upper
+    /// one: the refinement would be lost). What changed refines from the
+    /// next base-layer frame on; nothing changed since the last one: skip.
+    public mutating func planUpper() -> Plan {
+        var active = 0
+        for i in changed.indices {
+            if changed[i] != 0 {
+                sinceBase[i] = 1
+                if !refining[i] {
+                    refining[i] = true
+                    refiningCount += 1
+                }
+                settled[i] = 0
+                coded[i] = 0
+            }
+            activeMap[i] = sinceBase[i]
+            active += Int(sinceBase[i])
+        }
+        mapsKeepAll = false
+        segmented = false
+        refineCount = 0
+        if active == 0 { return .skip }
+        return DamageDetector.isWholeFrame(active, of: changed.count) ? .everything : .some(active)
+    }
+
+    /// A base-layer frame was encoded: the upper layer's next frames code only what changes from it.
+    public mutating func baseEncoded() {
+        sinceBase.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
+    }
+
     /// The plan for a frame whose damage is filled in, `keyframe` when the
     /// encoder will make a keyframe of it.
     public mutating func plan(keyframe: Bool) -> Plan {
         let still = !changed.contains(1)
+        if !still { for i in changed.indices where changed[i] != 0 { sinceBase[i] = 1 } }
         if still {
             stillFrames += 1
             // The screen has come to rest: polish it whole, as encoding every frame keeps doing.

@@ -3,8 +3,9 @@ import FrameRelayTools
 import FrameRelayTestSupport
 import Testing
 
-/// The benchmark JSON shape and the regression gate.
-@Suite struct BenchmarkGateTests {
+/// The benchmark JSON shape and the regression gate. Serialized: two runs of
+/// frame-relay-bench at once would meet on its fixed ring names.
+@Suite(.serialized) struct BenchmarkGateTests {
     let baseline = [
         BenchmarkResult(name: "ring.handoff.publish_to_host_awake.p99", unit: "us", value: 100),
         BenchmarkResult(name: "encode.synthetic.1280x720.bgra.relay_throughput_ratio", unit: "x", value: 1.0),
@@ -50,6 +51,19 @@ import Testing
         better[2].value = 50
         better[3].value = 2
         #expect(gate.compare(better, baseline: base).regressions.isEmpty)
+    }
+
+    /// Two layers' cost on a moving window is held to 1.3x one layer's, even
+    /// when the baseline was as bad: an objective is no comparison.
+    @Test func aCaseAboveItsObjectiveFailsWhateverTheBaseline() {
+        let over = [BenchmarkResult(name: "layers.pattern.720p.two_to_one_layer_cpu_ratio", unit: "x", value: 1.35, low: 1.31, high: 1.4, repeats: 3, atMost: 1.3)]
+        let found = BenchmarkGate(thresholdPercent: 25, ratiosOnly: true).compare(over, baseline: over).regressions
+        #expect(found == ["layers.pattern.720p.two_to_one_layer_cpu_ratio: 1.350 x [1.310…1.400 over 3 runs], above its objective of at most 1.300 x"])
+        var within = over
+        within[0].value = 1.29
+        #expect(gate.compare(within, baseline: []).regressions.isEmpty)
+        // The objective survives the merge of repeated runs.
+        #expect(BenchmarkResult.merge([over, over]).first?.atMost == 1.3)
     }
 
     @Test func repeatsAreMergedIntoTheirMedianAndRange() {

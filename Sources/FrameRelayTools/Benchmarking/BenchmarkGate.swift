@@ -15,6 +15,9 @@ import FrameRelaySystem
 /// content frames per CPU second of one binary ranged 128–176 over three
 /// runs minutes apart); ratios measured side by side within one run do not.
 /// ``ratiosOnly`` gates on those alone, for a baseline made at another time.
+///
+/// A case with an objective (``BenchmarkResult/atMost``) fails when its
+/// median is above it, whatever the baseline holds.
 public struct BenchmarkGate {
     public var thresholdPercent: Double
     /// Compare only ratios measured side by side (unit `x`): relay against plain libvpx, CPU saved.
@@ -37,6 +40,10 @@ public struct BenchmarkGate {
     public func compare(_ results: [BenchmarkResult], baseline: [BenchmarkResult]) -> Outcome {
         var outcome = Outcome()
         let base = Dictionary(baseline.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        for result in results {
+            guard let most = result.atMost, result.value > most else { continue }
+            outcome.regressions.append("\(result.name): \(Self.describe(result)), above its objective of at most \(fixed(most, 3)) \(result.unit)")
+        }
         for result in results where !ratiosOnly || result.unit == "x" {
             guard let old = base[result.name] else { continue }
             guard !result.isDifference, result.range.lowerBound > 0, old.range.lowerBound > 0 else {

@@ -12,8 +12,11 @@ public struct BenchmarkResult: Codable, Sendable, Equatable {
     public var high: Double?
     /// How many runs the figure is the median of (nil: one).
     public var repeats: Int?
+    /// An objective: the most the figure may be, whatever the baseline (the gate fails above it).
+    public var atMost: Double?
 
-    public init(name: String, unit: String, value: Double, extra: String? = nil, low: Double? = nil, high: Double? = nil, repeats: Int? = nil) {
+    public init(name: String, unit: String, value: Double, extra: String? = nil, low: Double? = nil, high: Double? = nil, repeats: Int? = nil,
+                atMost: Double? = nil) {
         self.name = name
         self.unit = unit
         self.value = value
@@ -21,6 +24,7 @@ public struct BenchmarkResult: Codable, Sendable, Equatable {
         self.low = low
         self.high = high
         self.repeats = repeats
+        self.atMost = atMost
     }
 
     /// Whether a bigger value is better: throughputs, savings, frames per
@@ -50,7 +54,7 @@ public struct BenchmarkResult: Codable, Sendable, Equatable {
             return BenchmarkResult(
                 name: result.name, unit: result.unit, value: median, extra: result.extra,
                 low: values.count > 1 ? values[0] : nil, high: values.count > 1 ? values[values.count - 1] : nil,
-                repeats: values.count > 1 ? values.count : nil)
+                repeats: values.count > 1 ? values.count : nil, atMost: result.atMost)
         }
     }
 }

@@ -5,8 +5,12 @@
 /// mountpoint says its layers' bitrates, to the highest rung below whose
 /// bitrate ``headroom`` times over what the link brought in the window
 /// (a link that falls from 5 Mbit/s to 1 leaves the large layer for the
-/// small one in one step, not a rung each 2 s); it steps up one rung once
-/// the link has held the current rung for ``firstHold`` with no trouble.
+/// small one in one step, not a rung each 2 s); it steps up once the link
+/// has held the current rung for ``firstHold`` with no trouble: one rung,
+/// or, when its frames show the link's capacity, to the highest rung up to
+/// the next substream at its full rate that the capacity has room for (a
+/// free link goes from the small layer to the whole picture at its full
+/// rate in one step, not through 5 s of its base layer at half the rate).
 /// A step up also waits until the link has room for the rung above, when
 /// the mountpoint says its layers' bitrates: each frame's delay grows with
 /// its size by one over the link's rate (its packets leave the narrowest
@@ -166,8 +170,14 @@ struct LayerRule {
             return layer
         }
         guard rung < ladder.count - 1, now - lastTrouble >= hold, now - lastSwitch >= hold else { return nil }
-        if let rates = rungBitrates, let capacity, capacity < rates[rung + 1] * Self.headroom { return nil }
-        rung += 1
+        if let rates = rungBitrates, let capacity {
+            // The highest rung up to the next substream at its full rate that the link has room for.
+            let reach = min(ladder.count - 1, (layer.substream + 1) * 2 + 1)
+            guard let target = (rung + 1...reach).last(where: { capacity >= rates[$0] * Self.headroom }) else { return nil }
+            rung = target
+        } else {
+            rung += 1
+        }
         lastSwitch = now
         lastUp = now
         return layer

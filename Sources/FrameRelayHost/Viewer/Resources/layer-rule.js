@@ -71,9 +71,17 @@ class LayerRule {
       return this.layer;
     }
     if (this.rung >= this.ladder.length - 1 || now - this.lastTrouble < this.hold || now - this.lastSwitch < this.hold) return null;
-    const capacity = this.capacity;
-    if (this.rungBitrates && capacity !== null && capacity < this.rungBitrates[this.rung + 1] * LayerRule.headroom) return null;
-    this.rung++;
+    const capacity = this.capacity, rates = this.rungBitrates;
+    if (rates && capacity !== null) {
+      // The highest rung up to the next substream at its full rate that the link has room for.
+      const reach = Math.min(this.ladder.length - 1, (this.ladder[this.rung].substream + 1) * 2 + 1);
+      let target = null;
+      for (let r = this.rung + 1; r <= reach; r++) if (capacity >= rates[r] * LayerRule.headroom) target = r;
+      if (target === null) return null;
+      this.rung = target;
+    } else {
+      this.rung++;
+    }
     this.lastSwitch = now;
     this.lastUp = now;
     return this.layer;

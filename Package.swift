@@ -23,6 +23,11 @@ let package = Package(
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CMemory"),
         .target(name: "CSegmentGuard"),
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(name: "CPipeWire", pkgConfig: "libpipewire-0.3", providers: [.apt(["libpipewire-0.3-dev"])]),
+        // A PipeWire video stream consumed for its newest picture and damage: SPA's
+        // pod builders are inline C and variadic macros, which Swift cannot call.
+        .target(name: "CPipeWireStream", dependencies: ["CPipeWire"]),
         // System calls: descriptors, sockets, addresses, errors, the clock, locks,
         // output files, threads, signals, shared memory and the futex. Nothing
         // above it calls the kernel.
@@ -34,8 +39,9 @@ let package = Package(
         // host's ends. Both processes link it; it knows no codec.
         .target(name: "FrameRelayRing", dependencies: ["FrameRelaySystem", "FrameRelayFrames", "CMemory"]),
         // The broadcast extension's side: the sample handler and the frame
-        // sources (synthetic screen, content models, Y4M files, X11 capture).
-        .target(name: "FrameRelayProducer", dependencies: ["FrameRelaySystem", "FrameRelayFrames", "FrameRelayRing", "CXcb"]),
+        // sources (synthetic screen, content models, Y4M files, X11 capture,
+        // Wayland screen casts through D-Bus and PipeWire).
+        .target(name: "FrameRelayProducer", dependencies: ["FrameRelaySystem", "FrameRelayFrames", "FrameRelayRing", "CXcb", "CSystemd", "CPipeWireStream"]),
         // RTP and RTCP on the wire (RFC 3550, 4585, 7741): headers, the VP8 payload, reports, the jitter buffer.
         .target(name: "FrameRelayRTP", dependencies: ["FrameRelaySystem"]),
         // VP8 decoding (libvpx's decoder only).

@@ -28,8 +28,8 @@ struct BroadcastSim: ParsableCommand {
         return text
     })
     var appGroup = AppGroup.defaultName
-    @Option("source", "KIND", help: "pattern (synthetic screen), file (Y4M), or x11 (desktop capture).", default: "pattern", transform: { text in
-        guard ["pattern", "file", "x11"].contains(text) else { throw UsageError("invalid --source \"\(text)\": one of pattern, file, x11") }
+    @Option("source", "KIND", help: "pattern (synthetic screen), file (Y4M), x11 (X desktop capture), or screencast (a Wayland desktop: Mutter's ScreenCast, or --pipewire-node).", default: "pattern", transform: { text in
+        guard ["pattern", "file", "x11", "screencast"].contains(text) else { throw UsageError("invalid --source \"\(text)\": one of pattern, file, x11, screencast") }
         return text
     })
     var requestedSource = "pattern"
@@ -43,6 +43,15 @@ struct BroadcastSim: ParsableCommand {
     @Option("content-start", "SECONDS", in: 0...3600, help: "Start the --content model's script this far in (mixed: a minute of phases).") var contentStart = 0.0
     @Option("file", "PATH", help: "Y4M file for --source file (loops at its end).") var file: String?
     @Option("display", "DISPLAY", help: "X display for --source x11 (default $DISPLAY).") var display: String?
+    @Option("pipewire-node", "ID", in: 0...UInt64(UInt32.max - 1), help: "For --source screencast: read this PipeWire node, one another tool opened (default: cast the primary monitor through Mutter).")
+    var pipewireNode: UInt64?
+    @Option("cursor", "MODE", help: "For --source screencast: the pointer " + ScreenCastCursor.allCases.map(\.rawValue).joined(separator: " or ") + " (drawn into the picture).", transform: { text in
+        guard let mode = ScreenCastCursor(rawValue: text) else {
+            throw UsageError("invalid --cursor \"\(text)\": one of " + ScreenCastCursor.allCases.map(\.rawValue).joined(separator: ", "))
+        }
+        return mode
+    })
+    var cursor = ScreenCastCursor.embedded
     @Option("size", "WxH", help: "Picture size for the synthetic screen.", default: "1280x720", transform: { try parseSize($0, option: "size") })
     var size = (width: 1280, height: 720)
     @Option("preset", "DEVICE", help: "Device screen size: " + DevicePreset.allCases.map(\.rawValue).joined(separator: ", ") + ".", transform: { text in
@@ -84,6 +93,9 @@ struct BroadcastSim: ParsableCommand {
         if source == "file", file == nil { throw UsageError("--source file needs --file PATH") }
         if source != "file", $file.isGiven { throw UsageError("--file is for --source file, not --source \(source)") }
         if source != "x11", $display.isGiven { throw UsageError("--display is for --source x11, not --source \(source)") }
+        if source != "screencast", $pipewireNode.isGiven || $cursor.isGiven {
+            throw UsageError("--\($pipewireNode.isGiven ? "pipewire-node" : "cursor") is for --source screencast, not --source \(source)")
+        }
         if content != nil, source != "pattern" { throw UsageError("--content draws the screen itself: not with --source \(source)") }
         if content == nil, $contentStart.isGiven { throw UsageError("--content-start needs --content MODEL") }
         if let statsPath { try OutputFile.check(statsPath, option: "report") }
@@ -93,6 +105,7 @@ struct BroadcastSim: ParsableCommand {
         switch source {
         case "file": return try Y4MFileSource(path: file!)
         case "x11": return try X11Capture(display: display)
+        case "screencast": return try PipeWireCapture(node: pipewireNode.map { UInt32($0) }, cursor: cursor)
         default:
             // Drawn straight in the format sent when nothing else is to be done; rotation works on I420 or BGRA.
             let drawn: PixelFormat = format == .bgra ? .bgra : (format == .nv12 && orientation == .up ? .nv12 : .i420)
@@ -177,7 +190,10 @@ struct BroadcastSim: ParsableCommand {
             }
             MonotonicClock.sleep(until: deadline)
             let captureTime = MonotonicClock.now()
-            guard let upright = try source.nextFrame(number: number) else { break }
+            guard let upright = try source.nextFrame(number: number) else {
+                if let cast = source as? PipeWireCapture, let why = cast.ended { stopReason = why }
+                break
+            }
             let buffer = try formatter.format(upright.picture)
             // Where the picture changed, in upright raw pixels (a turned picture, or a JPEG's blocks, would need it mapped).
             var damage = upright.damage

@@ -4,6 +4,10 @@ public enum SourceError: Error, CustomStringConvertible {
     case directory(String)
     case malformed(String, String)
     case display(String)
+    /// A desktop screen cast (D-Bus, the portal or Mutter, PipeWire) that could not start or went on.
+    case screenCast(String)
+    /// A D-Bus call answered with error `name`.
+    case dbus(name: String, call: String, message: String)
 
     public var description: String {
         switch self {
@@ -11,6 +15,8 @@ public enum SourceError: Error, CustomStringConvertible {
         case .directory(let path): "\(path) is a directory, not a video file: give a .y4m file"
         case .malformed(let path, let reason): "malformed video file \(path): \(reason)"
         case .display(let reason): "X11 capture: \(reason)"
+        case .screenCast(let reason): "screen cast: \(reason)"
+        case .dbus(let name, let call, let message): "screen cast: \(call) failed: \(message)\(name.isEmpty ? "" : " (\(name))")"
         }
     }
 }

@@ -1,0 +1,51 @@
+#ifndef FR_PIPEWIRE_STREAM_H
+#define FR_PIPEWIRE_STREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/// A PipeWire video stream consumed for the newest picture: SPA's pod
+/// builders are inline functions and variadic macros Swift cannot call,
+/// so the stream's negotiation and its callbacks live here, and Swift
+/// takes whole frames (see PipeWireCapture.swift).
+typedef struct fr_pw_stream fr_pw_stream;
+
+enum { FR_PW_MAX_RECTS = 16 };
+
+enum fr_pw_format { FR_PW_FORMAT_NONE = 0, FR_PW_FORMAT_BGRX, FR_PW_FORMAT_BGRA };
+
+enum fr_pw_state { FR_PW_CONNECTING = 0, FR_PW_STREAMING, FR_PW_PAUSED, FR_PW_ENDED, FR_PW_FAILED };
+
+typedef struct {
+    int x, y, width, height;
+} fr_pw_rect;
+
+typedef struct {
+    const uint8_t *data;
+    int width, height, stride;
+    enum fr_pw_format format;
+    /// What changed since the last frame taken: `damage_count` rectangles,
+    /// or -1 for the whole picture (no damage meta, too many rectangles, a new size).
+    int damage_count;
+    fr_pw_rect damage[FR_PW_MAX_RECTS];
+} fr_pw_frame;
+
+/// Connects to PipeWire (`fd` from the portal's OpenPipeWireRemote, or -1
+/// for the user's daemon) and to node `node` as a video consumer. NULL on
+/// failure, with a sentence in `error`.
+fr_pw_stream *fr_pw_stream_open(int fd, uint32_t node, char *error, size_t error_size);
+
+/// Waits up to `timeout_ms` for the format to be agreed: 1 with the
+/// picture's size, 0 when it was not (see fr_pw_stream_state for why).
+int fr_pw_stream_wait_format(fr_pw_stream *stream, int timeout_ms, int *width, int *height);
+
+/// The stream's state, with a sentence in `error` when it failed or ended.
+enum fr_pw_state fr_pw_stream_state(fr_pw_stream *stream, char *error, size_t error_size);
+
+/// Takes the newest frame when one came since the last take (1; it stays
+/// mapped until the next take or close), or 0 when none did.
+int fr_pw_stream_take(fr_pw_stream *stream, fr_pw_frame *frame);
+
+void fr_pw_stream_close(fr_pw_stream *stream);
+
+#endif

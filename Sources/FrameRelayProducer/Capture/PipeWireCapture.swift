@@ -1,0 +1,116 @@
+internal import CPipeWireStream
+import FrameRelaySystem
+import FrameRelayFrames
+
+/// Captures a Wayland desktop from a PipeWire screen cast: the node a
+/// Mutter ScreenCast session names (``MutterScreenCast``), or one another
+/// tool already opened (`--pipewire-node`). PipeWire hands over the
+/// compositor's pictures (BGRx or BGRA in mapped memory) with its damage
+/// (`SPA_META_VideoDamage`): the rectangles it says changed since the
+/// picture before become the frame's ``Damage/within(_:)``, and only they
+/// are copied into the sample buffer; a frame with no new picture is the
+/// picture in hand with ``Damage/none``. The compositor casts only when
+/// something was drawn, so a still desktop costs nothing.
+public final class PipeWireCapture: FrameSource {
+    public private(set) var width: Int
+    public private(set) var height: Int
+    private let stream: OpaquePointer
+    private var buffer: PixelBuffer
+    private var captured = false
+    /// The Mutter session the node belongs to (nil: a node given).
+    private let cast: MutterScreenCast?
+    /// Why the cast ended, once it did (the source then has no more frames).
+    public private(set) var ended: String?
+
+    /// Casts the primary monitor through Mutter (`node` nil) or reads PipeWire node `node`.
+    public init(node: UInt32? = nil, cursor: ScreenCastCursor = .embedded, timeout: Double = 5) throws {
+        cast = node == nil ? try MutterScreenCast(cursor: cursor) : nil
+        let id = node ?? cast!.node
+        var text = [CChar](repeating: 0, count: 256)
+        guard let stream = fr_pw_stream_open(-1, id, &text, text.count) else { throw SourceError.screenCast(Self.sentence(text)) }
+        self.stream = stream
+        var width: Int32 = 0, height: Int32 = 0
+        guard fr_pw_stream_wait_format(stream, Int32(timeout * 1000), &width, &height) == 1 else {
+            let state = fr_pw_stream_state(stream, &text, text.count)
+            fr_pw_stream_close(stream)
+            throw SourceError.screenCast(state == FR_PW_FAILED || state == FR_PW_ENDED ? Self.sentence(text)
+                                         : "PipeWire node \(id) agreed no video format within \(Int(timeout)) s")
+        }
+        self.width = Int(width)
+        self.height = Int(height)
+        buffer = try PixelBuffer(width: Int(width), height: Int(height), format: .bgra, rowAlignment: 4)
+    }
+
+    deinit { fr_pw_stream_close(stream) }
+
+    /// The C side's NUL-terminated sentence.
+    private static func sentence(_ text: [CChar]) -> String {
+        String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Whether the compositor paused the cast (a locked screen): no pictures come until it resumes.
+    public var isPaused: Bool {
+        var text = [CChar](repeating: 0, count: 8)
+        return fr_pw_stream_state(stream, &text, text.count) == FR_PW_PAUSED
+    }
+
+    public func nextFrame(number: UInt64) throws -> SourceFrame? {
+        guard ended == nil else { return nil }
+        var text = [CChar](repeating: 0, count: 256)
+        switch fr_pw_stream_state(stream, &text, text.count) {
+        case FR_PW_FAILED: throw SourceError.screenCast(Self.sentence(text))
+        case FR_PW_ENDED:
+            ended = Self.sentence(text)
+            return nil
+        default: break
+        }
+        if let cast, try cast.poll() {
+            ended = cast.closed
+            return nil
+        }
+        var frame = fr_pw_frame()
+        guard fr_pw_stream_take(stream, &frame) == 1, let data = frame.data else {
+            // Nothing drawn since the last picture (or none yet: the first frame is the empty picture, whole).
+            defer { captured = true }
+            return SourceFrame(buffer, damage: captured ? .none : .unknown)
+        }
+        var whole = !captured || frame.damage_count < 0
+        if Int(frame.width) != width || Int(frame.height) != height {
+            // A new size (a monitor changed mode): a new picture, whole.
+            width = Int(frame.width)
+            height = Int(frame.height)
+            buffer = try PixelBuffer(width: width, height: height, format: .bgra, rowAlignment: 4)
+            whole = true
+        }
+        captured = true
+        let source = UnsafeRawPointer(data)
+        if whole {
+            copy(from: source, stride: Int(frame.stride), PixelRect(x: 0, y: 0, width: width, height: height))
+            return SourceFrame(buffer, damage: .unknown)
+        }
+        var region = PixelRegion()
+        withUnsafeBytes(of: frame.damage) { raw in
+            let rects = raw.bindMemory(to: fr_pw_rect.self)
+            for i in 0..<Int(frame.damage_count) {
+                let r = rects[i]
+                // Clipped to the picture, to even edges (the formats the host converts to are 2×2 subsampled).
+                let x = max(0, Int(r.x)), y = max(0, Int(r.y))
+                let rect = PixelRect(x: x, y: y, width: min(width, Int(r.x) + Int(r.width)) - x, height: min(height, Int(r.y) + Int(r.height)) - y)
+                guard !rect.isEmpty else { continue }
+                region.add(rect.evenEdges(width: width, height: height))
+            }
+        }
+        for i in 0..<region.count { copy(from: source, stride: Int(frame.stride), region[i]) }
+        return SourceFrame(buffer, damage: .within(region))
+    }
+
+    /// Copies `rect` of the PipeWire picture into the sample buffer, alpha opaque (BGRx leaves it undefined).
+    private func copy(from source: UnsafeRawPointer, stride: Int, _ rect: PixelRect) {
+        let to = buffer.stride(0)
+        for row in rect.y..<(rect.y + rect.height) {
+            let from = (source + row * stride).assumingMemoryBound(to: UInt32.self) + rect.x
+            let into = (buffer.storage + row * to).assumingMemoryBound(to: UInt32.self) + rect.x
+            for i in 0..<rect.width { into[i] = from[i] | 0xFF00_0000 }
+        }
+    }
+}

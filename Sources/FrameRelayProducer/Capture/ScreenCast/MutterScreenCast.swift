@@ -1,0 +1,57 @@
+/// A screen cast from GNOME's compositor through Mutter's own D-Bus API,
+/// `org.gnome.Mutter.ScreenCast` (what gnome-remote-desktop uses, and the
+/// GNOME portal behind its dialog): CreateSession, RecordMonitor, Start,
+/// then the stream's PipeWireStreamAdded signal names the PipeWire node.
+/// No dialog: any client of the user's session bus may cast.
+final class MutterScreenCast {
+    static let service = "org.gnome.Mutter.ScreenCast"
+
+    /// The PipeWire node the monitor is cast to.
+    let node: UInt32
+    private let bus: SessionBus
+    private let session: String
+    /// Why the session ended, once Mutter closed it.
+    private(set) var closed: String?
+
+    /// Casts monitor `connector` (nil: the primary one) with the cursor as `cursor` says.
+    init(connector: String? = nil, cursor: ScreenCastCursor) throws(SourceError) {
+        bus = try SessionBus()
+        do {
+            session = try bus.call(Self.service, "/org/gnome/Mutter/ScreenCast", Self.service, "CreateSession", [.options([])]).readString("o")
+        } catch .dbus(let name, _, _) where name == "org.freedesktop.DBus.Error.ServiceUnknown" {
+            throw .screenCast("no GNOME Mutter on the session bus (\(Self.service)): this is not a GNOME session")
+        }
+        let stream = try bus.call(Self.service, session, Self.service + ".Session", "RecordMonitor",
+                                  [.string(connector ?? ""), .options([("cursor-mode", .uint32(cursor.mutterMode))])]).readString("o")
+        try bus.watch(path: stream, interface: Self.service + ".Stream", member: "PipeWireStreamAdded")
+        try bus.watch(path: session, interface: Self.service + ".Session", member: "Closed")
+        try bus.call(Self.service, session, Self.service + ".Session", "Start")
+        guard let added = try bus.waitForSignal(path: stream, member: "PipeWireStreamAdded", timeout: 5) else {
+            throw .screenCast("Mutter started the cast but named no PipeWire stream within 5 s: is pipewire running in this session?")
+        }
+        node = try added.readUInt32()
+    }
+
+    deinit {
+        if closed == nil { _ = try? bus.call(Self.service, session, Self.service + ".Session", "Stop", timeout: 1) }
+    }
+
+    /// Reads what the bus brought; true once Mutter closed the session.
+    func poll() throws(SourceError) -> Bool {
+        guard closed == nil else { return true }
+        try bus.process()
+        if bus.takeSignal(path: session, member: "Closed") != nil { closed = "Mutter closed the screen cast session" }
+        return closed != nil
+    }
+}
+
+/// How a screen cast shows the pointer.
+public enum ScreenCastCursor: String, CaseIterable, Sendable {
+    /// Not at all.
+    case hidden
+    /// Drawn into the picture by the compositor.
+    case embedded
+
+    /// Mutter's and the portal's `cursor-mode` (0 hidden, 1 embedded, 2 metadata).
+    var mutterMode: UInt32 { self == .hidden ? 0 : 1 }
+}

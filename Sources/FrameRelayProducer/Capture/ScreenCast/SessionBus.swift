@@ -1,0 +1,172 @@
+@preconcurrency import Glibc
+internal import CSystemd
+import FrameRelaySystem
+
+/// The user's session D-Bus through sd-bus (libsystemd): method calls whose
+/// arguments are strings, object paths and `a{sv}` options, their replies
+/// read a value at a time, and the signals a screen cast answers with.
+/// sd-bus over libdbus: one small C API with a blocking call, its own
+/// message reader, and no main loop to run (libdbus's low-level API says
+/// of itself that it is not meant for applications).
+final class SessionBus {
+    /// One value of a call's arguments or an `a{sv}` option.
+    enum Value {
+        case string(String)
+        case objectPath(String)
+        case uint32(UInt32)
+        case bool(Bool)
+        case options([(String, Value)])
+    }
+
+    /// A received message (a reply or a signal), read in order.
+    final class Message {
+        fileprivate let message: OpaquePointer
+
+        fileprivate init(retaining message: OpaquePointer) {
+            self.message = sd_bus_message_ref(message)
+        }
+
+        deinit { sd_bus_message_unref(message) }
+
+        /// The next argument, a string or object path.
+        func readString(_ type: Character = "s") throws(SourceError) -> String {
+            var value: UnsafePointer<CChar>?
+            let r = sd_bus_message_read_basic(message, CChar(type.asciiValue!), &value)
+            guard r > 0, let value else { throw .screenCast("a D-Bus reply held no \(type) where one was expected") }
+            return String(cString: value)
+        }
+
+        /// The next argument, a uint32.
+        func readUInt32() throws(SourceError) -> UInt32 {
+            var value: UInt32 = 0
+            guard sd_bus_message_read_basic(message, CChar(UInt8(ascii: "u")), &value) > 0 else {
+                throw .screenCast("a D-Bus reply held no uint32 where one was expected")
+            }
+            return value
+        }
+    }
+
+    private let bus: OpaquePointer
+    /// Signals received for the matches added, oldest first: (path, member, message).
+    private var received: [(path: String, member: String, message: Message)] = []
+    private var slots: [OpaquePointer] = []
+
+    init() throws(SourceError) {
+        var bus: OpaquePointer?
+        let r = sd_bus_open_user(&bus)
+        guard r >= 0, let bus else {
+            throw .screenCast("cannot connect to the session D-Bus (\(String(cString: strerror(-r)))): is DBUS_SESSION_BUS_ADDRESS set?")
+        }
+        self.bus = bus
+    }
+
+    deinit {
+        for slot in slots { sd_bus_slot_unref(slot) }
+        sd_bus_flush_close_unref(bus)
+    }
+
+    /// Calls `member` and waits up to `timeout` seconds for the reply.
+    @discardableResult
+    func call(_ destination: String, _ path: String, _ interface: String, _ member: String, _ arguments: [Value] = [],
+              timeout: Double = 5) throws(SourceError) -> Message {
+        var message: OpaquePointer?
+        var r = sd_bus_message_new_method_call(bus, &message, destination, path, interface, member)
+        guard r >= 0, let message else { throw .screenCast("cannot make a D-Bus call to \(interface).\(member): \(String(cString: strerror(-r)))") }
+        defer { sd_bus_message_unref(message) }
+        for argument in arguments {
+            r = Self.append(argument, to: message)
+            guard r >= 0 else { throw .screenCast("cannot build the D-Bus call to \(interface).\(member): \(String(cString: strerror(-r)))") }
+        }
+        var error = sd_bus_error()
+        defer { sd_bus_error_free(&error) }
+        var reply: OpaquePointer?
+        r = sd_bus_call(bus, message, UInt64(timeout * 1_000_000), &error, &reply)
+        guard r >= 0, let reply else {
+            let name = error.name.map { String(cString: $0) } ?? "", text = error.message.map { String(cString: $0) } ?? String(cString: strerror(-r))
+            throw .dbus(name: name, call: "\(interface).\(member)", message: text)
+        }
+        defer { sd_bus_message_unref(reply) }
+        return Message(retaining: reply)
+    }
+
+    private static func append(_ value: Value, to message: OpaquePointer) -> Int32 {
+        func basic(_ type: Character, _ pointer: UnsafeRawPointer) -> Int32 { sd_bus_message_append_basic(message, CChar(type.asciiValue!), pointer) }
+        switch value {
+        case .string(let text): return text.withCString { basic("s", $0) }
+        case .objectPath(let text): return text.withCString { basic("o", $0) }
+        case .uint32(var number): return basic("u", &number)
+        case .bool(let flag):
+            var number: Int32 = flag ? 1 : 0
+            return basic("b", &number)
+        case .options(let options):
+            var r = sd_bus_message_open_container(message, CChar(UInt8(ascii: "a")), "{sv}")
+            for (key, option) in options where r >= 0 {
+                r = sd_bus_message_open_container(message, CChar(UInt8(ascii: "e")), "sv")
+                if r >= 0 { r = key.withCString { basic("s", $0) } }
+                if r >= 0 { r = sd_bus_message_open_container(message, CChar(UInt8(ascii: "v")), option.signature) }
+                if r >= 0 { r = append(option, to: message) }
+                if r >= 0 { r = sd_bus_message_close_container(message) }
+                if r >= 0 { r = sd_bus_message_close_container(message) }
+            }
+            return r >= 0 ? sd_bus_message_close_container(message) : r
+        }
+    }
+
+    /// Keeps the signals `member` of `interface` sent from `path`, for ``waitForSignal(path:member:timeout:)``.
+    func watch(path: String, interface: String, member: String) throws(SourceError) {
+        var slot: OpaquePointer?
+        let r = sd_bus_match_signal(bus, &slot, nil, path, interface, member, { message, context, _ in
+            guard let message, let context else { return 0 }
+            let bus = Unmanaged<SessionBus>.fromOpaque(context).takeUnretainedValue()
+            let path = sd_bus_message_get_path(message).map { String(cString: $0) } ?? ""
+            let member = sd_bus_message_get_member(message).map { String(cString: $0) } ?? ""
+            bus.received.append((path, member, Message(retaining: message)))
+            return 0
+        }, Unmanaged.passUnretained(self).toOpaque())
+        guard r >= 0, let slot else { throw .screenCast("cannot watch D-Bus signal \(interface).\(member): \(String(cString: strerror(-r)))") }
+        slots.append(slot)
+    }
+
+    /// Handles what the bus has for us, waiting up to `timeout` seconds for something (0: none).
+    func process(timeout: Double = 0) throws(SourceError) {
+        var waited = false
+        while true {
+            let r = sd_bus_process(bus, nil)
+            guard r >= 0 else { throw .screenCast("the session D-Bus connection failed: \(String(cString: strerror(-r)))") }
+            if r > 0 { continue }
+            if waited || timeout <= 0 { return }
+            _ = sd_bus_wait(bus, UInt64(timeout * 1_000_000))
+            waited = true
+        }
+    }
+
+    /// The first signal `member` from `path` received (nil: none yet).
+    func takeSignal(path: String, member: String) -> Message? {
+        guard let index = received.firstIndex(where: { $0.path == path && $0.member == member }) else { return nil }
+        return received.remove(at: index).message
+    }
+
+    /// Waits up to `timeout` seconds for signal `member` from `path`.
+    func waitForSignal(path: String, member: String, timeout: Double) throws(SourceError) -> Message? {
+        let deadline = MonotonicClock.now() + UInt64(timeout * 1e9)
+        while true {
+            if let message = takeSignal(path: path, member: member) { return message }
+            let left = Double(Int64(bitPattern: deadline &- MonotonicClock.now())) / 1e9
+            guard left > 0 else { return nil }
+            try process(timeout: min(left, 0.25))
+        }
+    }
+}
+
+extension SessionBus.Value {
+    /// Its D-Bus type signature.
+    var signature: String {
+        switch self {
+        case .string: "s"
+        case .objectPath: "o"
+        case .uint32: "u"
+        case .bool: "b"
+        case .options: "a{sv}"
+        }
+    }
+}

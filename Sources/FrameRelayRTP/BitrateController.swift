@@ -17,7 +17,9 @@ package struct BitrateController: Sendable {
     package let floor: Int
     package let ceiling: Int
     /// The loss-based rate, bits/s.
-    package private(set) var lossBased: Int
+    package var lossBased: Int { Int(rate.rounded()) }
+    /// The loss-based rate unrounded: reports close together each add a fraction of a bit.
+    private var rate: Double
     /// Each receiver's last fraction lost, and its last REMB (bits/s) with when it came.
     private var losses: [Double]
     private var estimates: [(bitsPerSecond: Int, at: UInt64)?]
@@ -34,7 +36,7 @@ package struct BitrateController: Sendable {
         precondition(floor > 0 && floor <= ceiling && receivers >= 1)
         self.floor = floor
         self.ceiling = ceiling
-        lossBased = ceiling
+        rate = Double(ceiling)
         losses = Array(repeating: 0, count: receivers)
         estimates = Array(repeating: nil, count: receivers)
     }
@@ -56,26 +58,28 @@ package struct BitrateController: Sendable {
         guard losses.indices.contains(receiver) else { return }
         losses[receiver] = fractionLost
         defer { lastReport = now }
+        // Growth starts from what a receiver's fresh REMB says it takes, not from a rate far above it that it never carried.
+        if let estimate = estimate(now: now), lossBased > 2 * estimate { rate = Double(max(floor, min(ceiling, 2 * estimate))) }
         if losses.max()! < 0.02 {
-            // 8 % a second, for the time since the last report (a second at most: a long silence earns no more).
+            // 8 % a second (at least 1 kbit/s a second), for the time since the last report: a long silence earns no
+            // more than a second, and reports in quick succession no more than their time.
             guard let last = lastReport else { return }
             let seconds = min(1, Double(now &- last) / 1e9)
-            lossBased = min(ceiling, max(lossBased + 1_000, Int((Double(lossBased) * pow108(seconds)).rounded())))
+            rate = min(Double(ceiling), max(rate + 1_000 * seconds, rate * pow108(seconds)))
         } else if fractionLost > 0.1 {
             if let last = lastDecrease, now &- last < Self.decreaseInterval { return }
             lastDecrease = now
-            lossBased = max(floor, Int(Double(lossBased) * (1 - fractionLost / 2)))
+            rate = max(Double(floor), (rate * (1 - fractionLost / 2)).rounded(.down))
         }
     }
 
     /// Receiver `receiver`'s REMB about the stream: its estimate, bits/s.
-    /// The lowest of those within ``estimateLifetime`` caps the rate.
+    /// The lowest of those within ``estimateLifetime`` caps the rate; once
+    /// none is that fresh, the rate is the loss-based one again (which the
+    /// REMBs lowered only as reports came while they were fresh).
     package mutating func remb(_ bitsPerSecond: UInt64, from receiver: Int = 0, now: UInt64) {
         guard estimates.indices.contains(receiver) else { return }
-        let estimate = Int(min(bitsPerSecond, UInt64(Int.max / 4)))
-        estimates[receiver] = (estimate, now)
-        // Growth starts from what the receiver takes, not from a rate far above it that it never carried.
-        if lossBased > 2 * estimate { lossBased = max(floor, min(ceiling, 2 * estimate)) }
+        estimates[receiver] = (Int(min(bitsPerSecond, UInt64(Int.max / 4))), now)
     }
 
     /// 1.08 to the power `seconds` (0...1), without Foundation.

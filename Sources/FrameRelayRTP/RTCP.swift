@@ -191,7 +191,9 @@ package enum RTCP {
                 if count == 1, media == ssrc { feedback.pictureLoss = true }
                 if count == 15, length >= 20, u32(offset + 12) == rembIdentifier {
                     let word = u32(offset + 16), ssrcs = Int(word >> 24)
-                    let bitrate = UInt64(word & 0x3_FFFF) << UInt64((word >> 18) & 0x3F)
+                    // An 18-bit mantissa shifted by up to 63 would wrap: past 2^63 bit/s, the most there is.
+                    let mantissa = UInt64(word & 0x3_FFFF), exponent = UInt64((word >> 18) & 0x3F)
+                    let bitrate = mantissa == 0 ? 0 : exponent >= UInt64(mantissa.leadingZeroBitCount) ? UInt64.max : mantissa << exponent
                     for index in 0..<ssrcs where offset + 20 + 4 * index + 4 <= offset + length {
                         if u32(offset + 20 + 4 * index) == ssrc { feedback.estimatedBitrate = bitrate }
                     }

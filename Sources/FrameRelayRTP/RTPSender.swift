@@ -306,12 +306,16 @@ package struct RTPSender: ~Copyable {
             stats.fir += 1
             asked.keyframe = true
         }
-        if let lost = feedback.fractionLost { stats.lastFractionLost = Double(lost) / 256 }
-        if let estimate = feedback.estimatedBitrate { stats.estimatedBitrate = estimate }
+        // What a receiver reports is its figures only when it speaks from a destination's host (a stranger's are not shown).
+        if !fromHostOf.isEmpty || !fromRTCPPortOf.isEmpty {
+            if let lost = feedback.fractionLost { stats.lastFractionLost = Double(lost) / 256 }
+            if let estimate = feedback.estimatedBitrate { stats.estimatedBitrate = estimate }
+        }
         // A receiver's report moves the target: it speaks from its RTCP port, or at least from its host.
         if var controller, let receiver = fromRTCPPortOf.first ?? fromHostOf.first {
-            if let lost = feedback.fractionLost { controller.report(fractionLost: Double(lost) / 256, from: receiver, now: now) }
+            // The REMB first: the report it came with grows the rate from it.
             if let estimate = feedback.estimatedBitrate { controller.remb(estimate, from: receiver, now: now) }
+            if let lost = feedback.fractionLost { controller.report(fractionLost: Double(lost) / 256, from: receiver, now: now) }
             self.controller = controller
             let target = controller.target(now: now)
             if target != configuration.targetBitrate { setTargetBitrate(target) }

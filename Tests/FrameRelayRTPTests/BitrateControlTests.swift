@@ -34,7 +34,26 @@ import Testing
         #expect(controller.target(now: Self.second) == 900_000)
         #expect(controller.target(now: 7 * Self.second) == 1_700_000, "a REMB 6 s old no longer caps")
         controller.remb(300_000, from: 0, now: 8 * Self.second)
-        #expect(controller.lossBased == 600_000, "growth starts from twice what the receiver takes")
+        controller.report(fractionLost: 0, from: 0, now: 8 * Self.second)
+        #expect(controller.lossBased == 600_000, "growth starts from twice what the receiver takes, once it reports")
+    }
+
+    /// A REMB alone (no report after it: a forged one, or a receiver gone
+    /// quiet) caps the rate for its lifetime and no longer: the loss-based
+    /// rate is what it was. Reports in quick succession grow the rate by
+    /// their time, not by their number.
+    @Test func aREMBWithNoReportCapsForFiveSecondsAndAFloodOfReportsGrowsNoFaster() {
+        var controller = BitrateController(floor: 150_000, ceiling: 1_000_000)
+        controller.remb(0, now: Self.second)
+        #expect(controller.target(now: 2 * Self.second) == 150_000)
+        #expect(controller.target(now: 7 * Self.second) == 1_000_000 && controller.lossBased == 1_000_000)
+        for n in 0..<20 { controller.report(fractionLost: 0.9, now: 8 * Self.second + UInt64(n) * Self.second) }
+        #expect(controller.target(now: 30 * Self.second) == 150_000)
+        // 50,000 clean reports in half a second: 1.08^0.5 more, not 50 Mbit/s (the first, 3 s after the last, earns a second's 8 %).
+        controller.report(fractionLost: 0, now: 30 * Self.second)
+        #expect(controller.lossBased == 162_000)
+        for n in 1...50_000 { controller.report(fractionLost: 0, now: 30 * Self.second + UInt64(n) * 10_000) }
+        #expect(abs(controller.lossBased - 168_356) <= 2, "\(controller.lossBased)")
     }
 
     /// A sender at `rate` (bits/s) through a link of `capacity` with a
@@ -124,16 +143,17 @@ import Testing
         var targets: [Int] = []
         for report in Self.recordedThroughATBF {
             let now = UInt64(report.at * 1e9)
+            // As the sender takes them: the REMB, then the report it came with.
+            if let remb = report.remb { controller.remb(UInt64(remb) * 1000, now: now) }
             controller.report(fractionLost: Double(report.lost) / 256, now: now)
-            if report.at == 1.2 { #expect(controller.lossBased == 2_036_132, "2.5 Mbit/s less 95/512") }
+            if report.at == 1.2 { #expect(controller.lossBased == 1_275_433, "twice the REMB's 783 kbit/s less 95/512") }
             if let remb = report.remb {
-                controller.remb(UInt64(remb) * 1000, now: now)
                 #expect(controller.target(now: now) == remb * 1000, "at \(report.at) s the REMB rules: the loss-based rate is above it")
             }
             targets.append(controller.target(now: now))
         }
         #expect(targets[0] == 2_500_000)
-        #expect(controller.lossBased <= 2 * 869_000 && controller.lossBased >= 869_000, "\(controller.lossBased): within twice the receiver's rate")
+        #expect(controller.lossBased <= 2 * 869_000 * 108 / 100 && controller.lossBased >= 869_000, "\(controller.lossBased): within twice the receiver's rate (and a report's growth)")
         #expect(targets[13] == 773_000 && targets[12] == 1_051_000, "the REMB's fall is followed at once")
         #expect(targets[1...].allSatisfy { $0 < 1_100_000 }, "\(targets)")
     }

@@ -92,6 +92,10 @@ struct RTCPTests {
         // A bitrate past 18 bits of mantissa loses its low bits, never its size.
         let rounded = written { RTCP.writeREMB(into: $0, sender: 1, bitrate: 1_000_001, media: [5]) }
         #expect(parsed(rounded, ssrc: 5).estimatedBitrate == 1_000_000)
+        // A mantissa of 2 shifted by 63 would wrap to 0 bit/s: it is the most there is.
+        var huge = remb
+        huge[16...19] = [1, 0xFC, 0, 2]  // 1 SSRC, exponent 63, mantissa 2
+        #expect(parsed(huge, ssrc: 1_215_622_422).estimatedBitrate == UInt64.max)
         let empty = written { RTCP.writeEmptyReceiverReport(into: $0, sender: 0x0102_0304) }
         #expect(empty == [0x80, 0xC9, 0x00, 0x01, 0x01, 0x02, 0x03, 0x04])
         let app = written { RTCP.writeAsksForRepair(into: $0, sender: 0x0102_0304, media: 0x0A0B_0C0D) }

@@ -81,7 +81,8 @@ public final class RTPSession: FrameSink {
             // The bitrates counted from the top, should they be fewer than the streams.
             let bitrates = options.bitratesKbps.isEmpty ? [VP8Settings().bitrateKbps] : options.bitratesKbps
             configuration.targetBitrate = 1000 * max(1, bitrates[max(0, bitrates.count - count + index)])
-            configuration.adapts = options.adaptsBitrate && index == count - 1 && !options.destinations.isEmpty
+            // Direct receivers move the whole picture only where it is no Janus substream too: with layers, Janus's viewers pick theirs.
+            configuration.adapts = options.adaptsBitrate && index == count - 1 && !options.destinations.isEmpty && options.simulcast.count <= 1
             return Pacer.Stream(RTPSender(configuration), destinations: destinations)
         }
         self.ssrcs = ssrcs
@@ -164,7 +165,8 @@ public final class RTPSession: FrameSink {
 
     /// The whole picture's figures: its sender's, and what the socket
     /// refused; with simulcast streams, the feedback (RTCP, PLI, FIR, NACK)
-    /// every stream's sender took (Janus names substream 0 in its PLIs).
+    /// every stream's sender took (Janus names substream 0 in its PLIs); every
+    /// stream's sender reads every datagram, so the datagrams and reports are counted once.
     public var summary: TransportStats {
         let (streams, sendErrors, lastSendError) = pacer.stats()
         return Self.summary(streams, sendErrors: sendErrors, lastSendError: lastSendError)
@@ -176,8 +178,6 @@ public final class RTPSession: FrameSink {
             stats.pli += other.pli
             stats.fir += other.fir
             stats.nacked += other.nacked
-            stats.rtcpReceived += other.rtcpReceived
-            stats.receiverReports += other.receiverReports
         }
         stats.sendErrors = sendErrors
         stats.lastSendError = lastSendError

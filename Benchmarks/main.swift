@@ -36,6 +36,9 @@ struct Bench: ParsableCommand {
             do { baseline = try JSONDecoder().decode([BenchmarkResult].self, from: data) } catch {
                 throw UsageError("baseline \(path) is not benchmark JSON ([{\"name\",\"unit\",\"value\"}])")
             }
+            if let odd = baseline?.first(where: { !$0.isConsistent }) {
+                throw UsageError("baseline \(path): case \(odd.name) has figures no run makes (each finite, low <= value <= high)")
+            }
         }
         try OutputFile.check(output, option: "output")
         if runSideBySide, clip == nil { throw UsageError("--side-by-side needs --clip PATH") }

@@ -1,5 +1,6 @@
 import Foundation
 import FrameRelayTools
+import FrameRelaySystem
 import FrameRelayTestSupport
 import Testing
 
@@ -64,6 +65,24 @@ import Testing
         #expect(gate.compare(within, baseline: []).regressions.isEmpty)
         // The objective survives the merge of repeated runs.
         #expect(BenchmarkResult.merge([over, over]).first?.atMost == 1.3)
+    }
+
+    /// A baseline written by hand (a median outside its runs' range, a
+    /// figure too large to print) is refused in one line, not a crash; a
+    /// baseline entry of another unit is not compared.
+    @Test func aBaselineWithFiguresNoRunMakesIsRefusedInOneLine() throws {
+        #expect(!BenchmarkResult(name: "a", unit: "us", value: 50, low: 60, high: 40, repeats: 3).isConsistent)
+        #expect(!BenchmarkResult(name: "a", unit: "x", value: 1, atMost: .nan).isConsistent)
+        #expect(BenchmarkResult(name: "a", unit: "us", value: 50, low: 40, high: 60, repeats: 3).isConsistent)
+        #expect(fixed(1e300, 1) == "1e+300" && fixed(-2.5, 1) == "-2.5")
+        let tiny = [BenchmarkResult(name: "ring.write.p50", unit: "us", value: 1e-300)]
+        let found = gate.compare([BenchmarkResult(name: "ring.write.p50", unit: "us", value: 5)], baseline: tiny).regressions
+        #expect(found.count == 1 && found[0].contains("e+"), "\(found)")
+        #expect(gate.compare([BenchmarkResult(name: "ring.write.p50", unit: "us", value: 5)], baseline: [BenchmarkResult(name: "ring.write.p50", unit: "x", value: 1)]).compared == 0)
+        let path = Paths.temporaryDirectory().appendingPathComponent("odd.json").path
+        try Data(#"[{"name":"ring.write.1280x720.nv12.p50","unit":"us","value":50,"low":60,"high":40,"repeats":3}]"#.utf8).write(to: URL(fileURLWithPath: path))
+        let result = run(Paths.executable("frame-relay-bench"), ["--compare", path, "--filter", "ring.write.1280x720", "--quick", "--output", path + ".out"], timeout: 60)
+        #expect(result.status != 0 && result.stderr.contains("has figures no run makes") && result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
     }
 
     @Test func repeatsAreMergedIntoTheirMedianAndRange() {

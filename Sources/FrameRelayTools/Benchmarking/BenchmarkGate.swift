@@ -45,7 +45,8 @@ public struct BenchmarkGate {
             outcome.regressions.append("\(result.name): \(Self.describe(result)), above its objective of at most \(fixed(most, 3)) \(result.unit)")
         }
         for result in results where !ratiosOnly || result.unit == "x" {
-            guard let old = base[result.name] else { continue }
+            // A baseline entry of another unit is another figure.
+            guard let old = base[result.name], old.unit == result.unit else { continue }
             guard !result.isDifference, result.range.lowerBound > 0, old.range.lowerBound > 0 else {
                 outcome.signed.append(result.name)
                 continue

@@ -36,6 +36,13 @@ public struct BenchmarkResult: Codable, Sendable, Equatable {
     /// ratio of two of them means anything.
     public var isDifference: Bool { name.contains("added_latency") || name.contains("_minus_") }
 
+    /// Whether the figures are ones a run could have made: finite, and the
+    /// median within the range of the runs (a baseline written by hand may not be).
+    public var isConsistent: Bool {
+        let figures = [value, low, high, atMost].compactMap { $0 }
+        return figures.allSatisfy(\.isFinite) && (low ?? value) <= value && value <= (high ?? value)
+    }
+
     /// The range over runs (the value itself for one run).
     public var range: ClosedRange<Double> { (low ?? value)...(high ?? value) }
 

@@ -37,7 +37,8 @@ public struct LinkConditions: Sendable, Equatable, Codable, CustomStringConverti
         if text == "perfect" || text.isEmpty { return }
         // Parts by the time they apply from (0: from the start), in the order given.
         var timed: [(at: UInt64, part: Substring)] = []
-        for part in text.split(separator: ",") {
+        for part in text.split(separator: ",", omittingEmptySubsequences: false) {
+            guard !part.isEmpty else { throw LinkConditionsError(text: text, reason: "an empty part (two commas, or one at an end)") }
             guard let mark = part.lastIndex(of: "@") else {
                 timed.append((0, part))
                 continue
@@ -46,6 +47,14 @@ public struct LinkConditions: Sendable, Equatable, Codable, CustomStringConverti
                 throw LinkConditionsError(text: text, reason: "\"\(part)\": the time after @ is not a duration such as 20s")
             }
             timed.append((at, part[..<mark]))
+        }
+        // One value for each thing at each time: a second would silently win.
+        var named = Set<String>()
+        for entry in timed {
+            let name = entry.part.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
+            guard named.insert("\(name)@\(entry.at)").inserted else {
+                throw LinkConditionsError(text: text, reason: "\(name) is given twice\(entry.at == 0 ? "" : " for the same time")")
+            }
         }
         let times = Set(timed.map(\.at)).sorted()
         for time in times {
@@ -108,26 +117,35 @@ public struct LinkConditions: Sendable, Equatable, Codable, CustomStringConverti
     /// The canonical text (what the reports show): a change names what it changes, with its time.
     public var description: String {
         guard !isPerfect else { return "perfect" }
-        var previous = parts
-        var all = previous
+        var previous = fields
+        var all = parts
         for change in changes {
-            let now = change.conditions.parts
+            let now = change.conditions.fields
             let time = "@\(Self.trim(Double(change.at) / 1e9))s"
-            all += now.filter { !previous.contains($0) }.map { $0 + time }
+            // Every part that changed, a change back to none included (loss=0%@10s), so the text reads back as the same link.
+            all += now.filter { field in previous.first { $0.key == field.key }?.text != field.text }.map { $0.text + time }
             previous = now
         }
         return all.isEmpty ? "perfect" : all.joined(separator: ",")
     }
 
-    /// The parts of the conditions in force from the start.
+    /// The parts of the conditions in force from the start (those that are not none).
     private var parts: [String] {
-        var parts: [String] = []
-        if loss > 0 { parts.append("loss=\(Self.trim(loss * 100))%") }
-        if delay > 0 { parts.append("delay=\(Self.trim(Double(delay) / 1e6))ms") }
-        if jitter > 0 { parts.append("jitter=\(Self.trim(Double(jitter) / 1e6))ms") }
-        if rate > 0 { parts.append(rate % 1_000_000 == 0 ? "rate=\(rate / 1_000_000)mbit" : "rate=\(Self.trim(Double(rate) / 1e3))kbit") }
-        if rate > 0, queue != 50_000_000 { parts.append("queue=\(Self.trim(Double(queue) / 1e6))ms") }
-        return parts
+        fields.filter { !$0.none }.map(\.text)
+    }
+
+    /// Each part, none or not: its name, its text, and whether it is none (the default).
+    private var fields: [(key: String, text: String, none: Bool)] {
+        var fields: [(key: String, text: String, none: Bool)] = [
+            ("loss", "loss=\(Self.trim(loss * 100))%", loss == 0),
+            ("delay", "delay=\(Self.trim(Double(delay) / 1e6))ms", delay == 0),
+            ("jitter", "jitter=\(Self.trim(Double(jitter) / 1e6))ms", jitter == 0),
+        ]
+        if rate > 0 {
+            fields.append(("rate", rate % 1_000_000 == 0 ? "rate=\(rate / 1_000_000)mbit" : "rate=\(Self.trim(Double(rate) / 1e3))kbit", false))
+            fields.append(("queue", "queue=\(Self.trim(Double(queue) / 1e6))ms", queue == 50_000_000))
+        }
+        return fields
     }
 
     private static func trim(_ value: Double) -> String {

@@ -81,6 +81,17 @@ struct LoadTest: ParsableCommand {
             throw UsageError("--viewer-link and --decode-every are for native viewers; aiortc viewers decode every frame on a perfect link")
         }
         if viewerKind == .native, viewer != nil { throw UsageError("--viewer is the aiortc script: give --viewer-kind aiortc") }
+        // What the hosts would refuse when they start, refused before anything does (a share that sends
+        // nothing otherwise made an empty step that held the objective).
+        if let layers {
+            let simulcast = Simulcast(layers: layers)
+            do throws(CodecError) {
+                try simulcast.validate(top: bitrate)
+                try simulcast.check(width: size.width, height: size.height, top: bitrate)
+            } catch {
+                throw UsageError("--layers \(layers): \(error)")
+            }
+        }
         if viewerKind == .native, viewers < viewerLinks.count, !rampViewers {
             throw UsageError("--viewers \(viewers) cannot be dealt across \(viewerLinks.count) --viewer-link groups: give each group a viewer")
         }

@@ -111,6 +111,8 @@ import Testing
         (["demo", "--fps", "0"], "invalid --fps \"0\""),
         (["load-test", "--html", "/nonexistent/x.html"], "cannot write --html /nonexistent/x.html"),
         (["load-test", "--retries", "2"], "--retries needs --ramp"),
+        (["load-test", "--janus", "http://127.0.0.1:1/janus", "--layers", "2", "--size", "100x100"], "--layers 2: 2 layers need a picture at least 128x128"),
+        (["load-test", "--janus", "http://127.0.0.1:1/janus", "--layers", "3", "--bitrate", "100"], "--layers 3: layer bitrates 25,50,100 kbit/s: each of several layers needs at least 150"),
         (["load-test", "--warm-up", "4.5", "--duration", "5"], "--warm-up 4.5 s leaves nothing of a 5.0 s step after its last share starts"),
         (["load-test", "--content", "desk"], "invalid --content \"desk\": pattern or one of still, typing"),
         (["subscribe", "--janus", "http://127.0.0.1:9/janus", "--mountpoint", "18446744073709551615"], "--mountpoint 18446744073709551615: Janus's ids go up to 9223372036854775807"),

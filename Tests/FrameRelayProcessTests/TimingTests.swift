@@ -170,6 +170,18 @@ import Testing
         #expect(page.contains("<td class=\"judged\">\(fixed(steady, 1))</td>") && page.contains("whole step, warm-up included"), "the judged p99 is not the one after the warm-up")
     }
 
+    /// A share whose host encoded nothing (it refused the share, or died)
+    /// has 0 % dropped and no p99: the step does not hold for it.
+    @Test func aShareWhoseHostEncodedNothingDoesNotHold() {
+        let report = LoadTestReport(size: "320x240", framesPerSecond: 15, format: "nv12", cores: 2, objective: .init(maxDropPercent: 1, maxP99Milliseconds: 30))
+        func share(_ out: UInt64) -> LoadTestReport.Share {
+            LoadTestReport.Share(appGroup: "s0", framesIn: 1, framesOut: out, dropPercent: 0, fps: 0, p50Milliseconds: 0, p99Milliseconds: 0, hostCPUPercent: 0,
+                                 producerCPUPercent: 0, latency: [])
+        }
+        #expect(report.failures([share(0)]) == ["share 1 (s0): its host encoded no frame (1 taken)"])
+        #expect(!report.holds([share(0)]) && report.holds([share(1)]))
+    }
+
     /// The ramp and the per-share charts plot the p99 the objective judges
     /// (after the warm-up), and the whole step's apart in grey, marked not judged.
     @Test func theChartsPlotTheJudgedP99AndTheWholeStepsApart() {

@@ -289,6 +289,8 @@ public struct LoadTestReport: Codable, Sendable {
             // Past the warm-up when there is one; a share that never got past it is judged on all its frames.
             let after = share.steady == nil ? "" : " after the \(fixed(objective.warmUpSeconds, 1)) s warm-up"
             let dropPercent = share.steady?.dropPercent ?? share.dropPercent, p99Milliseconds = share.steady?.p99Milliseconds ?? share.p99Milliseconds
+            // A share whose host encoded nothing has no drops and no latency to miss a limit by: it did not hold.
+            if share.framesOut == 0 { lines.append("\(name): its host encoded no frame (\(share.framesIn) taken)") }
             if dropPercent >= drops { lines.append("\(name): drops\(after) \(fixed(dropPercent, 2)) %, limit < \(fixed(drops, 2)) %") }
             if p99Milliseconds >= p99 { lines.append("\(name): capture→encoded p99\(after) \(fixed(p99Milliseconds, 1)) ms, limit < \(fixed(p99, 1)) ms") }
             let least = Self.minimumProducerRate * Double(framesPerSecond)

@@ -95,31 +95,9 @@ final class NativeViewers: LoadTestWatchers {
                     let layerTotal = group.totals.layerMs.values.reduce(0, +)
                     if layerTotal > 0 { result.layerPercent = group.totals.layerMs.mapValues { $0 / layerTotal * 100 } }
                     result.layerSwitches = group.totals.layerSwitches
-                    (result.framesEachSecond, result.layerEachSecond) = Self.overTime(group.subscribers)
+                    (result.framesEachSecond, result.layerEachSecond) = SubscriberStats.overTime(group.subscribers)
                     return result
                 })
         }
-    }
-
-    /// A group's viewers second by second from when each began to watch:
-    /// their mean decodable frames, and their mean layer (substream +
-    /// temporal / 2) as their layer steps say (none without layers).
-    static func overTime(_ viewers: [SubscriberStats]) -> (frames: [Double], layers: [Double]) {
-        let seconds = viewers.map(\.framesEachSecond.count).max() ?? 0
-        guard seconds > 0 else { return ([], []) }
-        let frames = (0..<seconds).map { second in
-            Double(viewers.map { second < $0.framesEachSecond.count ? Int($0.framesEachSecond[second]) : 0 }.reduce(0, +)) / Double(viewers.count)
-        }
-        let stepped = viewers.filter { !$0.layerSteps.isEmpty }
-        guard !stepped.isEmpty else { return (frames, []) }
-        let layers = (0..<seconds).map { second in
-            stepped.map { viewer -> Double in
-                // The layer in force at the second's end: the last step before it.
-                guard let step = viewer.layerSteps.last(where: { $0.ms < Double(second + 1) * 1000 }) ?? viewer.layerSteps.first else { return 0 }
-                let parts = step.layer.split(separator: "/").compactMap { Double($0) }
-                return parts.count == 2 ? parts[0] + parts[1] / 2 : 0
-            }.reduce(0, +) / Double(stepped.count)
-        }
-        return (frames, layers)
     }
 }

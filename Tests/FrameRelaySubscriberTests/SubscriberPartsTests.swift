@@ -306,4 +306,21 @@ import FrameRelayJanus
             #expect(error.description.contains(reason) && error.description.hasPrefix("invalid link \"\(text)\""), "\(error)")
         }
     }
+
+    /// A group's layer second by second: before a viewer's first step, the
+    /// layer it started on (not the one it stepped to); a viewer that never
+    /// steps is drawn too; viewers of one layer are not.
+    @Test func aGroupsLayerEachSecondStartsWhereItsViewersStarted() {
+        var stepper = SubscriberStats(), stayer = SubscriberStats(), single = SubscriberStats()
+        (stepper.firstLayer, stayer.firstLayer) = ("0/1", "0/1")
+        stepper.layerSteps = [.init(ms: 2_500, layer: "1/1")]
+        stepper.framesEachSecond = [30, 30, 30, 30]
+        stayer.framesEachSecond = [30, 30, 30, 30]
+        single.framesEachSecond = [15, 15, 15, 15]
+        let both = SubscriberStats.overTime([stepper, stayer])
+        // 0/1 is 0.5, 1/1 is 1.5: the stepper from its third second.
+        #expect(both.layers == [0.5, 0.5, 1.0, 1.0] && both.frames == [30, 30, 30, 30])
+        #expect(SubscriberStats.overTime([single]).layers.isEmpty)
+        #expect(SubscriberStats.overTime([stayer, single]).layers == [0.5, 0.5, 0.5, 0.5])
+    }
 }

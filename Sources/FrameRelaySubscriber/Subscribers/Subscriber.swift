@@ -84,6 +84,7 @@ final class Subscriber {
         if layers > 1 {
             stream.layerRule = LayerRule(layers: layers, bitrates: layerBitrates, now: Double(watchedAt) / 1e6)
             stats.layer = stream.layerRule?.layer.description
+            stats.firstLayer = stats.layer
         }
     }
 

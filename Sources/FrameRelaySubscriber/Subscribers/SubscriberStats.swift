@@ -56,6 +56,8 @@ public struct SubscriberStats: Codable, Sendable, Equatable {
     /// On a simulcast mountpoint: the time at each layer ("substream/temporal": ms), the layer last watched, and the switches asked of Janus.
     public var layerMs: [String: Double] = [:]
     public var layer: String?
+    /// The layer it started on, before any step.
+    public var firstLayer: String?
     public var layerSwitches: UInt64 = 0
     /// Each step the viewer took: ms after it asked to watch, and the layer ("substream/temporal") it moved to.
     public var layerSteps: [LayerStep] = []
@@ -71,4 +73,29 @@ public struct SubscriberStats: Codable, Sendable, Equatable {
 
     /// Residual packet loss, percent of the packets the stream had.
     public var lossPercent: Double { packetsExpected == 0 ? 0 : Double(packetsLost) / Double(packetsExpected) * 100 }
+}
+
+extension SubscriberStats {
+    /// A group's viewers second by second from when each began to watch:
+    /// their mean decodable frames, and their mean layer (substream +
+    /// temporal / 2) as their layer steps say (none without layers).
+    public static func overTime(_ viewers: [SubscriberStats]) -> (frames: [Double], layers: [Double]) {
+        let seconds = viewers.map(\.framesEachSecond.count).max() ?? 0
+        guard seconds > 0 else { return ([], []) }
+        let frames = (0..<seconds).map { second in
+            Double(viewers.map { second < $0.framesEachSecond.count ? Int($0.framesEachSecond[second]) : 0 }.reduce(0, +)) / Double(viewers.count)
+        }
+        // Viewers of a mountpoint with layers (those that watched a layer), stepping or not.
+        let layered = viewers.filter { $0.firstLayer != nil }
+        guard !layered.isEmpty else { return (frames, []) }
+        let layers = (0..<seconds).map { second in
+            layered.map { viewer -> Double in
+                // The layer in force at the second's end: the last step before it, or the one it started on.
+                guard let layer = viewer.layerSteps.last(where: { $0.ms < Double(second + 1) * 1000 })?.layer ?? viewer.firstLayer else { return 0 }
+                let parts = layer.split(separator: "/").compactMap { Double($0) }
+                return parts.count == 2 ? parts[0] + parts[1] / 2 : 0
+            }.reduce(0, +) / Double(layered.count)
+        }
+        return (frames, layers)
+    }
 }

@@ -14,8 +14,8 @@ import FrameRelayJanus
 struct Demo: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "frame-relay demo", abstract: "run a broadcast-sim producer and the host together, with live stats")
 
-    @Option("source", "KIND", help: "pattern (synthetic screen) or x11 (the desktop in $DISPLAY).", default: "pattern", transform: { text in
-        guard ["pattern", "x11"].contains(text) else { throw UsageError("invalid --source \"\(text)\": one of pattern, x11") }
+    @Option("source", "KIND", help: "pattern (synthetic screen), x11 (the desktop in $DISPLAY) or screencast (your Wayland desktop, through GNOME's Mutter).", default: "pattern", transform: { text in
+        guard ["pattern", "x11", "screencast"].contains(text) else { throw UsageError("invalid --source \"\(text)\": one of pattern, x11, screencast") }
         return text
     })
     var source = "pattern"

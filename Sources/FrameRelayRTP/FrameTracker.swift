@@ -1,5 +1,3 @@
-import FrameRelayRTP
-
 /// A VP8 RTP stream's frames, followed as a decoder would take them but
 /// without decoding: packets become whole frames (every packet from the one
 /// starting partition 0 to the marker, one timestamp), whole frames become

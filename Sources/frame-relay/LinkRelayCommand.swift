@@ -11,7 +11,7 @@ struct LinkRelayCommand: ParsableCommand {
         commandName: "frame-relay link-relay", abstract: "an impaired UDP link between a browser and Janus (for the viewer page's ?relay=)")
 
     @Option("address", "IP", help: "The IPv4 address both sides listen on (one the browser and Janus reach).") var address = "127.0.0.1"
-    @Option("link", "SPEC", help: "The link: loss=2%,delay=40ms,jitter=10ms,rate=3mbit (any part, and queue=300ms: the rate limit's queue).", default: "perfect",
+    @Option("link", "SPEC", help: "The link: loss=2%,delay=40ms,jitter=10ms,rate=3mbit (any part, and queue=300ms: the rate limit's queue; PART@20s changes a part from that time on, as in rate=5mbit,rate=1mbit@20s).", default: "perfect",
             transform: { try LinkConditions(parsing: $0) }) var link = LinkConditions()
     @Option("duration", "SECONDS", in: 0.1...1e6, help: "Relay for this long (default: until Ctrl-C).") var duration: Double?
 

@@ -19,7 +19,7 @@ struct Subscribe: ParsableCommand {
             transform: { try AppGroup($0) }) var appGroups: [AppGroup] = []
     @Option("mountpoint", "ID", help: "Watch this mountpoint id (repeatable).") var mountpoints: [UInt64] = []
     @Option("viewers", "N", in: 1...10_000, help: "Viewers of each mountpoint, dealt across the --link groups.") var viewers = 1
-    @Option("link", "SPEC", help: "A group's link: loss=2%,delay=40ms,jitter=10ms,rate=3mbit (any part, and queue=300ms: the rate limit's queue; repeatable: a group each).",
+    @Option("link", "SPEC", help: "A group's link: loss=2%,delay=40ms,jitter=10ms,rate=3mbit (any part, and queue=300ms: the rate limit's queue; PART@20s changes a part from that time on, as in rate=5mbit,rate=1mbit@20s; repeatable: a group each).",
             default: "perfect", transform: { try LinkConditions(parsing: $0) }) var links: [LinkConditions] = [LinkConditions()]
     @Option("decode-every", "K", in: 0...10_000, help: "One viewer in K of each group decodes with libvpx and checks each picture's stamp (0: none).") var decodeEvery = 0
     @Option("duration", "SECONDS", in: 1...86_400, help: "Watch for this long.") var duration = 10.0

@@ -44,7 +44,7 @@ struct SimulcastTests {
         #expect((0..<2).map { Simulcast(bitrates: [300, 1800]).bitrate(stream: $0, top: 2500) } == [300, 1800])
         try Simulcast(layers: 3, bitrates: [150, 500, 2000]).validate(top: 2000)
         try Simulcast(layers: 2).validate(top: 300)
-        for (bad, top, message) in [(Simulcast(layers: 4), 2500, "invalid layer count 4"), (Simulcast(bitrates: [500]), 500, "1 layer bitrates for 2 layers"),
+        for (bad, top, message) in [(Simulcast(layers: 4), 2500, "invalid layer count 4"), (Simulcast(bitrates: [500]), 500, "1 layer bitrate for 2 layers"),
                                     (Simulcast(bitrates: [900, 600]), 600, "must rise"),
                                     (Simulcast(layers: 3, bitrates: [100, 500, 2000]), 2000, "layer bitrates 100,500,2000 kbit/s: each of several layers needs at least 150"),
                                     (Simulcast(layers: 3), 100, "layer bitrates 25,50,100 kbit/s"), (Simulcast(layers: 2), 299, "layer bitrates 149,299")] {

@@ -41,7 +41,7 @@ public struct Simulcast: Sendable, Equatable {
         }
         if let bitrates {
             guard bitrates.count == streams else {
-                throw .invalidSetting("\(bitrates.count) layer bitrates for \(streams) layers: give one per layer, smallest first")
+                throw .invalidSetting("\(bitrates.count) layer \(bitrates.count == 1 ? "bitrate" : "bitrates") for \(streams) \(streams == 1 ? "layer" : "layers"): give one per layer, smallest first")
             }
             for rate in bitrates where !(1...100_000).contains(rate) { throw .invalidSetting("invalid layer bitrate \(rate) kbps: must be 1...100000") }
             guard zip(bitrates, bitrates.dropFirst()).allSatisfy({ $0 < $1 }) else {

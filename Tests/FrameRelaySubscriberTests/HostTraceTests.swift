@@ -91,4 +91,17 @@ import Testing
         #expect(trace.frame(of: "s", picture: 20, at: Self.captured(109) + 50_000_000, anchors: anchors) == nil)
         #expect(trace.frame(of: "s", picture: 95, at: Self.captured(184) + 50_000_000, anchors: anchors)?.sent.frame == 184)
     }
+
+    /// A last line without its newline is one a running host is still
+    /// writing, after the records it wrote: a file of nothing else is no trace.
+    @Test func aFileOfOnlyAPartLineIsNoTrace() throws {
+        let dir = Paths.temporaryDirectory()
+        let partial = dir.appendingPathComponent("partial.jsonl").path, garbage = dir.appendingPathComponent("garbage.jsonl").path
+        var timing = FrameTiming()
+        timing.captured = 1
+        try (timing.jsonLine(share: "s") + "{\"share\":\"s\",\"fra").write(toFile: partial, atomically: true, encoding: .utf8)
+        try "not a trace at all".write(toFile: garbage, atomically: true, encoding: .utf8)
+        _ = try HostTrace(paths: [partial])
+        #expect(throws: HostTraceError.self) { try HostTrace(paths: [garbage]) }
+    }
 }

@@ -55,12 +55,14 @@ public struct HostTrace: Sendable {
         for path in paths {
             guard let data = FileManager.default.contents(atPath: path) else { throw HostTraceError(path: path, reason: "cannot be read") }
             let lines = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+            var records = 0
             for (index, line) in lines.enumerated() where !line.isEmpty {
                 guard let entry = try? decoder.decode(Line.self, from: Data(line)) else {
-                    // A last line without its newline may be one a running host is still writing.
-                    if index == lines.count - 1 { break }
+                    // A last line without its newline may be one a running host is still writing, after records it wrote.
+                    if index == lines.count - 1, records > 0 { break }
                     throw HostTraceError(path: path, reason: "line \(index + 1) is not a trace record")
                 }
+                records += 1
                 let frame = Sent(frame: entry.frame, shows: entry.shows, captured: entry.captured)
                 if let streams = entry.streams {
                     // [stream, PictureID, width, keyframe, bytes]

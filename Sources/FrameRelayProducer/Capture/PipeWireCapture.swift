@@ -34,7 +34,7 @@ public final class PipeWireCapture: FrameSource {
             let state = fr_pw_stream_state(stream, &text, text.count)
             fr_pw_stream_close(stream)
             throw SourceError.screenCast(state == FR_PW_FAILED || state == FR_PW_ENDED ? Self.sentence(text)
-                                         : "PipeWire node \(id) agreed no video format within \(Int(timeout)) s")
+                                         : "PipeWire node \(id) offered no video format we take (BGRx or BGRA) within \(Int(timeout)) s")
         }
         self.width = Int(width)
         self.height = Int(height)

@@ -336,6 +336,8 @@ int fr_pw_stream_take(fr_pw_stream *s, fr_pw_frame *frame) {
     frame->height = (int)s->info.size.height;
     frame->stride = d->chunk->stride > 0 ? d->chunk->stride : frame->width * 4;
     frame->format = s->format;
+    struct spa_meta_header *header = spa_buffer_find_meta_data(s->held->buffer, SPA_META_Header, sizeof *header);
+    frame->pts = header ? header->pts : -1;
     frame->damage_count = s->damage_count;
     if (s->damage_count > 0) memcpy(frame->damage, s->damage, sizeof(fr_pw_rect) * (size_t)s->damage_count);
     s->damage_count = 0;

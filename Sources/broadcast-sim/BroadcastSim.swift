@@ -158,6 +158,7 @@ struct BroadcastSim: ParsableCommand {
         var stopReason = "done"
         var lastRingFailure: String?
         var lastHost: Int32?
+        var lastCapture: UInt64 = 0
 
         loop: while true {
             if Signals.stops.load(ordering: .relaxed) > 0 { stopReason = "signal"; break }
@@ -189,11 +190,15 @@ struct BroadcastSim: ParsableCommand {
                 if !s.quiet { log("switched to \(change.width)x\(change.height) \(format) \(orientation) at frame \(number)") }
             }
             MonotonicClock.sleep(until: deadline)
-            let captureTime = MonotonicClock.now()
+            let sampled = MonotonicClock.now()
             guard let upright = try source.nextFrame(number: number) else {
                 if let cast = source as? PipeWireCapture, let why = cast.ended { stopReason = why }
                 break
             }
+            // The source's time for the picture where it has one (a compositor's), never before the last frame's:
+            // capture times, and the RTP timestamps made from them, only go forward.
+            let captureTime = max(upright.capturedAt ?? sampled, lastCapture &+ 1)
+            lastCapture = captureTime
             let buffer = try formatter.format(upright.picture)
             // Where the picture changed, in upright raw pixels (a turned picture, or a JPEG's blocks, would need it mapped).
             var damage = upright.damage

@@ -28,6 +28,9 @@ typedef struct {
     /// or -1 for the whole picture (no damage meta, too many rectangles, a new size).
     int damage_count;
     fr_pw_rect damage[FR_PW_MAX_RECTS];
+    /// The compositor's time for the picture (SPA_META_Header pts, ns; its
+    /// clock is CLOCK_MONOTONIC for Mutter), or -1 when the buffer has none.
+    int64_t pts;
 } fr_pw_frame;
 
 /// Connects to PipeWire (`fd` from the portal's OpenPipeWireRemote, or -1

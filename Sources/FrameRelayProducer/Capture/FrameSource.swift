@@ -17,9 +17,13 @@ public protocol FrameSource: AnyObject {
 public struct SourceFrame {
     public let picture: PixelBuffer
     public let damage: Damage
+    /// When the picture was made, where the source knows (a compositor's
+    /// time for it, CLOCK_MONOTONIC ns); nil: when the producer took it.
+    public let capturedAt: UInt64?
 
-    public init(_ picture: PixelBuffer, damage: Damage = .unknown) {
+    public init(_ picture: PixelBuffer, damage: Damage = .unknown, capturedAt: UInt64? = nil) {
         self.picture = picture
         self.damage = damage
+        self.capturedAt = capturedAt
     }
 }

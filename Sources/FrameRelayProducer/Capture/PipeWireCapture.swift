@@ -83,10 +83,13 @@ public final class PipeWireCapture: FrameSource {
             whole = true
         }
         captured = true
+        // The compositor's time for the picture, where it is one of this clock's last second.
+        let now = MonotonicClock.now()
+        let made = frame.pts > 0 && UInt64(frame.pts) <= now && now - UInt64(frame.pts) < 1_000_000_000 ? UInt64(frame.pts) : nil
         let source = UnsafeRawPointer(data)
         if whole {
             copy(from: source, stride: Int(frame.stride), PixelRect(x: 0, y: 0, width: width, height: height))
-            return SourceFrame(buffer, damage: .unknown)
+            return SourceFrame(buffer, damage: .unknown, capturedAt: made)
         }
         var region = PixelRegion()
         withUnsafeBytes(of: frame.damage) { raw in
@@ -101,7 +104,7 @@ public final class PipeWireCapture: FrameSource {
             }
         }
         for i in 0..<region.count { copy(from: source, stride: Int(frame.stride), region[i]) }
-        return SourceFrame(buffer, damage: .within(region))
+        return SourceFrame(buffer, damage: .within(region), capturedAt: made)
     }
 
     /// Copies `rect` of the PipeWire picture into the sample buffer, alpha opaque (BGRx leaves it undefined).

@@ -313,6 +313,18 @@ int fr_pw_stream_wait_format(fr_pw_stream *s, int timeout_ms, int *width, int *h
     return known;
 }
 
+int fr_pw_stream_wait_picture(fr_pw_stream *s, int timeout_ms) {
+    pw_thread_loop_lock(s->loop);
+    struct timespec deadline;
+    pw_thread_loop_get_time(s->loop, &deadline, (int64_t)timeout_ms * SPA_NSEC_PER_MSEC);
+    while (s->pending == NULL && (s->state == FR_PW_CONNECTING || s->state == FR_PW_STREAMING || s->state == FR_PW_PAUSED)) {
+        if (pw_thread_loop_timed_wait_full(s->loop, &deadline) != 0) break;
+    }
+    int there = s->pending != NULL;
+    pw_thread_loop_unlock(s->loop);
+    return there;
+}
+
 enum fr_pw_state fr_pw_stream_state(fr_pw_stream *s, char *error, size_t error_size) {
     pw_thread_loop_lock(s->loop);
     enum fr_pw_state state = s->state;

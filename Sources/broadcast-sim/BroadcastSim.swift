@@ -189,7 +189,8 @@ struct BroadcastSim: ParsableCommand {
                 formatter = FrameFormatter(format: format, orientation: orientation)
                 if !s.quiet { log("switched to \(change.width)x\(change.height) \(format) \(orientation) at frame \(number)") }
             }
-            MonotonicClock.sleep(until: deadline)
+            // A frame slot: from a frame's interval before `deadline` to it (a screen cast's picture is taken when it comes).
+            source.waitForPicture(from: deadline &- interval, until: deadline)
             let sampled = MonotonicClock.now()
             guard let upright = try source.nextFrame(number: number) else {
                 if let cast = source as? PipeWireCapture, let why = cast.ended { stopReason = why }

@@ -45,6 +45,9 @@ int fr_pw_stream_wait_format(fr_pw_stream *stream, int timeout_ms, int *width, i
 /// The stream's state, with a sentence in `error` when it failed or ended.
 enum fr_pw_state fr_pw_stream_state(fr_pw_stream *stream, char *error, size_t error_size);
 
+/// Waits up to `timeout_ms` for a picture not yet taken: 1 when one is there.
+int fr_pw_stream_wait_picture(fr_pw_stream *stream, int timeout_ms);
+
 /// Takes the newest frame when one came since the last take (1; it stays
 /// mapped until the next take or close), or 0 when none did.
 int fr_pw_stream_take(fr_pw_stream *stream, fr_pw_frame *frame);

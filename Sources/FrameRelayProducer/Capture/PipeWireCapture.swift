@@ -54,6 +54,13 @@ public final class PipeWireCapture: FrameSource {
         return fr_pw_stream_state(stream, &text, text.count) == FR_PW_PAUSED
     }
 
+    public func waitForPicture(from start: UInt64, until deadline: UInt64) {
+        MonotonicClock.sleep(until: start)
+        let now = MonotonicClock.now()
+        guard deadline > now else { return }
+        _ = fr_pw_stream_wait_picture(stream, Int32(min(1000, (deadline - now + 999_999) / 1_000_000)))
+    }
+
     public func nextFrame(number: UInt64) throws -> SourceFrame? {
         guard ended == nil else { return nil }
         var text = [CChar](repeating: 0, count: 256)

@@ -181,6 +181,8 @@ import FrameRelayJanus
         let stubborn = Spawned(Paths.root.appendingPathComponent("scripts/with-janus").path, ["bash", "-c", "trap '' TERM; sleep \(marker)"],
                                environment: ["PATH": "\(debug):/usr/sbin:/usr/bin:/sbin:/bin"])
         try #require(stubborn.waitForLog("with-janus: Janus at"), "\(stubborn.stderr)")
+        // Its trap is set once its sleep runs (a SIGTERM before that ends bash itself, with 143).
+        for _ in 0..<50 where run("/usr/bin/pgrep", ["-f", "sleep \(marker)"]).stdout.isEmpty { usleep(100_000) }
         stubborn.signal(SIGTERM)
         #expect(stubborn.wait(timeout: 10) == 137, "\(stubborn.stderr)")
         #expect(run("/usr/bin/pgrep", ["-f", "sleep \(marker)"]).stdout.isEmpty, "the command ran on past SIGKILL")

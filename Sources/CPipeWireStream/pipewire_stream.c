@@ -328,7 +328,7 @@ int fr_pw_stream_wait_picture(fr_pw_stream *s, int timeout_ms) {
 enum fr_pw_state fr_pw_stream_state(fr_pw_stream *s, char *error, size_t error_size) {
     pw_thread_loop_lock(s->loop);
     enum fr_pw_state state = s->state;
-    snprintf(error, error_size, "%s", s->error);
+    if (error != NULL && error_size > 0) snprintf(error, error_size, "%s", s->error);
     pw_thread_loop_unlock(s->loop);
     return state;
 }

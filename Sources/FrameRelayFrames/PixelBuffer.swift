@@ -85,3 +85,17 @@ public struct FrameSizeError: Error, CustomStringConvertible {
         "invalid frame size \(width)x\(height): width and height must be 1...\(FrameMetadata.maxDimension)"
     }
 }
+
+extension PixelBuffer {
+    /// Copies BGRx pixels into `rect` of this BGRA picture, alpha made opaque
+    /// (a desktop capture's 4th byte is undefined): `source` is the rect's
+    /// first pixel, `stride` bytes from one of its rows to the next.
+    package func copyOpaque(from source: UnsafeRawPointer, stride: Int, into rect: PixelRect) {
+        let to = self.stride(0)
+        for row in 0..<rect.height {
+            let from = (source + row * stride).assumingMemoryBound(to: UInt32.self)
+            let into = (storage + (rect.y + row) * to).assumingMemoryBound(to: UInt32.self) + rect.x
+            for i in 0..<rect.width { into[i] = from[i] | 0xFF00_0000 }
+        }
+    }
+}

@@ -42,7 +42,7 @@ fr_pw_stream *fr_pw_stream_open(int fd, uint32_t node, char *error, size_t error
 /// picture's size, 0 when it was not (see fr_pw_stream_state for why).
 int fr_pw_stream_wait_format(fr_pw_stream *stream, int timeout_ms, int *width, int *height);
 
-/// The stream's state, with a sentence in `error` when it failed or ended.
+/// The stream's state, with a sentence in `error` (when not NULL) when it failed or ended.
 enum fr_pw_state fr_pw_stream_state(fr_pw_stream *stream, char *error, size_t error_size);
 
 /// Waits up to `timeout_ms` for a picture not yet taken: 1 when one is there.

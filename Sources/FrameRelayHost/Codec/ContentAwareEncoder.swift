@@ -135,7 +135,9 @@ public final class ContentAwareEncoder {
             let picture = { () throws -> EncoderInput in
                 guard !layer.isTop else { return input }
                 // Only the rows that changed are scaled again (a keyframe, a new size: all of them).
-                return try layer.scaler.scale(input, width: size.width, height: size.height, changedRows: self.damage == nil ? nil : layer.schedule.changedRows)
+                guard self.damage != nil else { return try layer.scaler.scale(input, width: size.width, height: size.height) }
+                layer.schedule.noteChangedRows()
+                return try layer.scaler.scale(input, width: size.width, height: size.height, changedRows: layer.schedule.changedRows)
             }
             if let outcome = try encode(layer, picture, size: (size.width, size.height), metadata, periodic: periodic, repeatWhenIdle: repeatWhenIdle, output),
                result.outcome == nil || layer.isTop {

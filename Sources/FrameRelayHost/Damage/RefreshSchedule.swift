@@ -130,9 +130,13 @@ public struct RefreshSchedule {
         }
     }
 
-    /// Each macroblock row: whether this frame's damage touches it.
-    var changedRows: [Bool] {
-        (0..<rows).map { row in changed[(row * columns)..<((row + 1) * columns)].contains(1) }
+    /// Each macroblock row: whether this frame's damage touches it (after ``noteChangedRows()``).
+    private(set) var changedRows: [Bool] = []
+
+    /// Fills ``changedRows`` from this frame's damage, in place (no allocation once sized).
+    mutating func noteChangedRows() {
+        if changedRows.count != rows { changedRows = Array(repeating: false, count: rows) }
+        for row in 0..<rows { changedRows[row] = changed[(row * columns)..<((row + 1) * columns)].contains(1) }
     }
 
     /// The plan for a frame of the upper temporal layer whose damage is

@@ -48,12 +48,6 @@ public final class PipeWireCapture: FrameSource {
         String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    /// Whether the compositor paused the cast (a locked screen): no pictures come until it resumes.
-    public var isPaused: Bool {
-        var text = [CChar](repeating: 0, count: 8)
-        return fr_pw_stream_state(stream, &text, text.count) == FR_PW_PAUSED
-    }
-
     public func waitForPicture(from start: UInt64, until deadline: UInt64) {
         MonotonicClock.sleep(until: start)
         let now = MonotonicClock.now()
@@ -63,13 +57,14 @@ public final class PipeWireCapture: FrameSource {
 
     public func nextFrame(number: UInt64) throws -> SourceFrame? {
         guard ended == nil else { return nil }
-        var text = [CChar](repeating: 0, count: 256)
-        switch fr_pw_stream_state(stream, &text, text.count) {
-        case FR_PW_FAILED: throw SourceError.screenCast(Self.sentence(text))
-        case FR_PW_ENDED:
+        // The state alone each frame; its sentence only when it ended.
+        let state = fr_pw_stream_state(stream, nil, 0)
+        if state == FR_PW_FAILED || state == FR_PW_ENDED {
+            var text = [CChar](repeating: 0, count: 256)
+            _ = fr_pw_stream_state(stream, &text, text.count)
+            if state == FR_PW_FAILED { throw SourceError.screenCast(Self.sentence(text)) }
             ended = Self.sentence(text)
             return nil
-        default: break
         }
         if let cast, try cast.poll() {
             ended = cast.closed
@@ -116,11 +111,6 @@ public final class PipeWireCapture: FrameSource {
 
     /// Copies `rect` of the PipeWire picture into the sample buffer, alpha opaque (BGRx leaves it undefined).
     private func copy(from source: UnsafeRawPointer, stride: Int, _ rect: PixelRect) {
-        let to = buffer.stride(0)
-        for row in rect.y..<(rect.y + rect.height) {
-            let from = (source + row * stride).assumingMemoryBound(to: UInt32.self) + rect.x
-            let into = (buffer.storage + row * to).assumingMemoryBound(to: UInt32.self) + rect.x
-            for i in 0..<rect.width { into[i] = from[i] | 0xFF00_0000 }
-        }
+        buffer.copyOpaque(from: source + rect.y * stride + rect.x * 4, stride: stride, into: rect)
     }
 }

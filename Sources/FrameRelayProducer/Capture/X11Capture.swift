@@ -169,13 +169,7 @@ public final class X11Capture: FrameSource {
             throw SourceError.display("GetImage failed (display closed?)")
         }
         free(reply)
-        let src = shmAddress.assumingMemoryBound(to: UInt32.self)
-        let stride = buffer.stride(0) / 4
-        let dst = buffer.storage.assumingMemoryBound(to: UInt32.self) + rect.y * stride + rect.x
-        for row in 0..<rect.height {
-            let from = src + row * rect.width, to = dst + row * stride
-            for i in 0..<rect.width { to[i] = from[i] | 0xFF00_0000 }
-        }
+        buffer.copyOpaque(from: shmAddress, stride: rect.width * 4, into: rect)
     }
 }
 

@@ -12,9 +12,7 @@ final class SessionBus {
     /// One value of a call's arguments or an `a{sv}` option.
     enum Value {
         case string(String)
-        case objectPath(String)
         case uint32(UInt32)
-        case bool(Bool)
         case options([(String, Value)])
     }
 
@@ -93,11 +91,7 @@ final class SessionBus {
         func basic(_ type: Character, _ pointer: UnsafeRawPointer) -> Int32 { sd_bus_message_append_basic(message, CChar(type.asciiValue!), pointer) }
         switch value {
         case .string(let text): return text.withCString { basic("s", $0) }
-        case .objectPath(let text): return text.withCString { basic("o", $0) }
         case .uint32(var number): return basic("u", &number)
-        case .bool(let flag):
-            var number: Int32 = flag ? 1 : 0
-            return basic("b", &number)
         case .options(let options):
             var r = sd_bus_message_open_container(message, CChar(UInt8(ascii: "a")), "{sv}")
             for (key, option) in options where r >= 0 {
@@ -163,9 +157,7 @@ extension SessionBus.Value {
     var signature: String {
         switch self {
         case .string: "s"
-        case .objectPath: "o"
         case .uint32: "u"
-        case .bool: "b"
         case .options: "a{sv}"
         }
     }

@@ -23,8 +23,9 @@ final class MutterScreenCast {
         }
         let stream = try bus.call(Self.service, session, Self.service + ".Session", "RecordMonitor",
                                   [.string(connector ?? ""), .options([("cursor-mode", .uint32(cursor.mutterMode))])]).readString("o")
-        try bus.watch(path: stream, interface: Self.service + ".Stream", member: "PipeWireStreamAdded")
-        try bus.watch(path: session, interface: Self.service + ".Session", member: "Closed")
+        // Mutter's signals only: another client of the bus could send ones naming its own node, or a close.
+        try bus.watch(sender: Self.service, path: stream, interface: Self.service + ".Stream", member: "PipeWireStreamAdded")
+        try bus.watch(sender: Self.service, path: session, interface: Self.service + ".Session", member: "Closed")
         try bus.call(Self.service, session, Self.service + ".Session", "Start")
         guard let added = try bus.waitForSignal(path: stream, member: "PipeWireStreamAdded", timeout: 5) else {
             throw .screenCast("Mutter started the cast but named no PipeWire stream within 5 s: is pipewire running in this session?")

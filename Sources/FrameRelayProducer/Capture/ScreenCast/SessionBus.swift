@@ -106,10 +106,12 @@ final class SessionBus {
         }
     }
 
-    /// Keeps the signals `member` of `interface` sent from `path`, for ``waitForSignal(path:member:timeout:)``.
-    func watch(path: String, interface: String, member: String) throws(SourceError) {
+    /// Keeps the signals `member` of `interface` that `sender` (a bus name:
+    /// the bus checks it, so no other client can speak for it) sent from
+    /// `path`, for ``waitForSignal(path:member:timeout:)``.
+    func watch(sender: String, path: String, interface: String, member: String) throws(SourceError) {
         var slot: OpaquePointer?
-        let r = sd_bus_match_signal(bus, &slot, nil, path, interface, member, { message, context, _ in
+        let r = sd_bus_match_signal(bus, &slot, sender, path, interface, member, { message, context, _ in
             guard let message, let context else { return 0 }
             let bus = Unmanaged<SessionBus>.fromOpaque(context).takeUnretainedValue()
             let path = sd_bus_message_get_path(message).map { String(cString: $0) } ?? ""

@@ -77,8 +77,10 @@ package struct FrameTracker {
     private var lastPicture: UInt16?
     /// The TL0PICIDX of the last base-layer frame taken (a stream of temporal layers).
     private var lastBase: UInt8?
-    /// The width of the last keyframe taken: a keyframe of another width is another simulcast layer's.
+    /// The width of the last keyframe taken, and whether the viewer asked for
+    /// another simulcast substream since: then a keyframe of another width is the new substream's.
     private var lastKeyframeWidth = 0
+    private var switching = false
     /// The last frame that came whole.
     package private(set) var lastComplete: Frame?
     package private(set) var counts = Counts()
@@ -96,6 +98,9 @@ package struct FrameTracker {
         package var keyframeWaits: UInt64 = 0
         package var malformed: UInt64 = 0
     }
+
+    /// The viewer asked to watch another simulcast substream (Janus switches at that substream's next keyframe).
+    package mutating func substreamSwitched() { switching = true }
 
     /// Whether the decoder waits for a keyframe (before the first, or after a loss).
     package var awaitingKeyframe: Bool { expected == nil }
@@ -214,9 +219,10 @@ package struct FrameTracker {
             lastTimestamp = frame.timestamp
             events.append(.decodable(frame, at: now))
             guard let picture = frame.pictureID else { return }
-            // A keyframe of another width starts another simulcast layer (Janus switched the viewer's
-            // substream, and cut short the old layer's frame in flight): what it jumps past is no loss.
-            let switched = frame.keyframe && frame.width != 0 && lastKeyframeWidth != 0 && frame.width != lastKeyframeWidth
+            // After a switch asked for, a keyframe of another width starts the new substream (Janus cut short
+            // the old one's frame in flight): what it jumps past is no loss. A size change alone is no switch.
+            let switched = switching && frame.keyframe && frame.width != 0 && lastKeyframeWidth != 0 && frame.width != lastKeyframeWidth
+            if switched { switching = false }
             if frame.keyframe, frame.width != 0 { lastKeyframeWidth = frame.width }
             if switched {
                 lastBase = frame.baseLayerIndex

@@ -109,10 +109,12 @@ import Testing
     /// Janus switching a viewer to another simulcast layer cuts short the
     /// old layer's frame in flight and goes on with the new layer's keyframe
     /// (its TL0PICIDX rewritten to follow the last one it forwarded): the
-    /// frame cut short is no loss. The same jump on one layer is.
-    @Test(arguments: [(640, 0), (1280, 1)])
-    func aKeyframeOfAnotherLayerJumpsPastTheFrameTheSwitchCutShort(width: Int, skipped: UInt64) {
+    /// frame cut short is no loss. The same jump on one layer is, and so is
+    /// one at a new size nobody asked to switch to.
+    @Test(arguments: [(640, true, 0), (1280, true, 1), (640, false, 1)])
+    func aKeyframeOfAnotherLayerJumpsPastTheFrameTheSwitchCutShort(width: Int, asked: Bool, skipped: UInt64) {
         var tracker = FrameTracker()
+        if asked { tracker.substreamSwitched() }
         _ = layered(&tracker, [(1, 10, 0, 20, true)], width: 1280)
         _ = layered(&tracker, [(2, 11, 1, 20, false), (3, 12, 0, 21, false)])
         // Base frame 22 was cut short; the keyframe comes as TL0PICIDX 23.

@@ -135,7 +135,11 @@ package final class StreamFollower {
     /// The layer to move to at `now`, when the rule steps (``LayerRule/tick(now:expected:lost:)``).
     func layerStep(now: UInt64) -> LayerRule.Layer? {
         let expected = missing.expected
-        return layerRule?.tick(now: Double(now) / 1e6, expected: expected, lost: expected - min(expected, missing.counts.received))
+        let before = layerRule?.layer.substream
+        let step = layerRule?.tick(now: Double(now) / 1e6, expected: expected, lost: expected - min(expected, missing.counts.received))
+        // Janus moves the viewer at the new substream's next keyframe, cutting short the old one's frame in flight.
+        if let step, step.substream != before { tracker.substreamSwitched() }
+        return step
     }
 
     /// Whether a keyframe is wanted: frames come but none can be decoded before one.

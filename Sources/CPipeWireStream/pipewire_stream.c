@@ -4,7 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <pipewire/pipewire.h>
 #include <spa/buffer/meta.h>
@@ -34,6 +37,9 @@ struct fr_pw_stream {
     char error[256];
     /// The newest whole buffer not yet taken, and the one taken (mapped until the next take).
     struct pw_buffer *pending, *held;
+    /// The rows of `held` mapped now (fr_pw_stream_rows): the mapping's start and length.
+    void *window;
+    size_t window_size;
     /// What changed since the last take: rectangles, or -1 for the whole picture.
     int damage_count;
     fr_pw_rect damage[FR_PW_MAX_RECTS];
@@ -187,7 +193,7 @@ static int readable(struct fr_pw_stream *s, struct spa_buffer *buffer) {
     if (header && (header->flags & SPA_META_HEADER_FLAG_CORRUPTED)) return 0;
     if (buffer->n_datas < 1) return 0;
     struct spa_data *d = &buffer->datas[0];
-    if (d->data == NULL) {
+    if (!(d->type == SPA_DATA_MemPtr && d->data != NULL) && !(d->type == SPA_DATA_MemFd && d->fd >= 0)) {
         fail(s, FR_PW_FAILED, "the PipeWire node sends only buffers we cannot map (DMA-BUF): capture needs shared-memory buffers");
         return 0;
     }
@@ -217,12 +223,26 @@ static void on_process(void *data) {
     pw_thread_loop_signal(s->loop, false);
 }
 
+/// A buffer PipeWire takes back (a new format, the stream's end): never queued or read again.
+static void on_remove_buffer(void *data, struct pw_buffer *buffer) {
+    struct fr_pw_stream *s = data;
+    if (s->pending == buffer) s->pending = NULL;
+    if (s->held == buffer) s->held = NULL;
+}
+
 static const struct pw_stream_events stream_events = {
     PW_VERSION_STREAM_EVENTS,
     .state_changed = on_state_changed,
     .param_changed = on_param_changed,
+    .remove_buffer = on_remove_buffer,
     .process = on_process,
 };
+
+static void unmap_window(struct fr_pw_stream *s) {
+    if (s->window) munmap(s->window, s->window_size);
+    s->window = NULL;
+    s->window_size = 0;
+}
 
 static int pw_initialized;
 
@@ -289,7 +309,7 @@ fr_pw_stream *fr_pw_stream_open(int fd, uint32_t node, char *error, size_t error
         SPA_FORMAT_VIDEO_size, SPA_POD_CHOICE_RANGE_Rectangle(&SPA_RECTANGLE(1280, 720), &SPA_RECTANGLE(1, 1), &SPA_RECTANGLE(16383, 16383)),
         SPA_FORMAT_VIDEO_framerate, SPA_POD_CHOICE_RANGE_Fraction(&SPA_FRACTION(30, 1), &SPA_FRACTION(0, 1), &SPA_FRACTION(240, 1)));
     int connected = pw_stream_connect(s->stream, PW_DIRECTION_INPUT, s->node_serial[0] ? PW_ID_ANY : node,
-                                      PW_STREAM_FLAG_AUTOCONNECT | PW_STREAM_FLAG_MAP_BUFFERS | PW_STREAM_FLAG_DONT_RECONNECT, params, 1);
+                                      PW_STREAM_FLAG_AUTOCONNECT | PW_STREAM_FLAG_DONT_RECONNECT, params, 1);
     pw_thread_loop_unlock(s->loop);
     if (connected < 0) {
         snprintf(error, error_size, "cannot connect to PipeWire node %u: %s", node, spa_strerror(connected));
@@ -339,11 +359,11 @@ int fr_pw_stream_take(fr_pw_stream *s, fr_pw_frame *frame) {
         pw_thread_loop_unlock(s->loop);
         return 0;
     }
+    unmap_window(s);
     if (s->held) pw_stream_queue_buffer(s->stream, s->held);
     s->held = s->pending;
     s->pending = NULL;
     struct spa_data *d = &s->held->buffer->datas[0];
-    frame->data = (const uint8_t *)d->data + d->chunk->offset;
     frame->width = (int)s->info.size.width;
     frame->height = (int)s->info.size.height;
     frame->stride = d->chunk->stride > 0 ? d->chunk->stride : frame->width * 4;
@@ -357,9 +377,41 @@ int fr_pw_stream_take(fr_pw_stream *s, fr_pw_frame *frame) {
     return 1;
 }
 
+const uint8_t *fr_pw_stream_rows(fr_pw_stream *s, int y, int rows) {
+    pw_thread_loop_lock(s->loop);
+    unmap_window(s);
+    const uint8_t *row = NULL;
+    int height = (int)s->info.size.height;
+    if (s->held != NULL && y >= 0 && rows > 0 && y + rows <= height) {
+        struct spa_data *d = &s->held->buffer->datas[0];
+        size_t stride = d->chunk->stride > 0 ? (size_t)d->chunk->stride : (size_t)s->info.size.width * 4;
+        if (d->type == SPA_DATA_MemPtr) {
+            row = (const uint8_t *)d->data + d->chunk->offset + (size_t)y * stride;
+        } else {
+            // The band's bytes from a page boundary: only they come into memory (populated at once, not fault by fault).
+            size_t start = (size_t)d->mapoffset + d->chunk->offset + (size_t)y * stride;
+            size_t page = (size_t)sysconf(_SC_PAGESIZE);
+            size_t aligned = start / page * page;
+            size_t size = start - aligned + (size_t)(rows - 1) * stride + (size_t)s->info.size.width * 4;
+            // Never past the file's end (reading there would be SIGBUS): a node that says its buffers are larger than they are gets no rows.
+            struct stat file;
+            void *window = fstat((int)d->fd, &file) == 0 && (uint64_t)file.st_size >= aligned + size
+                ? mmap(NULL, size, PROT_READ, MAP_SHARED | MAP_POPULATE, (int)d->fd, (off_t)aligned) : MAP_FAILED;
+            if (window != MAP_FAILED) {
+                s->window = window;
+                s->window_size = size;
+                row = (const uint8_t *)window + (start - aligned);
+            }
+        }
+    }
+    pw_thread_loop_unlock(s->loop);
+    return row;
+}
+
 void fr_pw_stream_close(fr_pw_stream *s) {
     if (s == NULL) return;
     if (s->loop) pw_thread_loop_lock(s->loop);
+    unmap_window(s);
     if (s->stream) pw_stream_destroy(s->stream);
     if (s->registry) pw_proxy_destroy((struct pw_proxy *)s->registry);
     if (s->core) pw_core_disconnect(s->core);

@@ -27,6 +27,28 @@ public enum PixelConversion {
         }
     }
 
+    /// Converts 32-bit BGRx or BGRA pixels (`source` at the rectangle's
+    /// top-left pixel, `stride` bytes a row) into `rect` of `dst`: I420 or
+    /// NV12 (alpha unread; `rect` starts on even rows and columns), or BGRA
+    /// with alpha made opaque. A capture converts straight from what the
+    /// compositor mapped, without a whole BGRA picture of its own.
+    package static func convert(bgrx source: UnsafeRawPointer, stride: Int, into dst: PixelBuffer, at rect: PixelRect) {
+        let src = source.assumingMemoryBound(to: UInt8.self)
+        let w = Int32(rect.width), h = Int32(rect.height)
+        func at(_ plane: Int, _ x: Int, _ y: Int) -> UnsafeMutablePointer<UInt8> { Self.y(dst, plane) + y * dst.stride(plane) + x }
+        switch dst.format {
+        case .i420:
+            ARGBToI420(src, Int32(stride), at(0, rect.x, rect.y), s(dst, 0), at(1, rect.x / 2, rect.y / 2), s(dst, 1),
+                       at(2, rect.x / 2, rect.y / 2), s(dst, 2), w, h)
+        case .nv12:
+            ARGBToNV12(src, Int32(stride), at(0, rect.x, rect.y), s(dst, 0), at(1, rect.x / 2 * 2, rect.y / 2), s(dst, 1), w, h)
+        case .bgra:
+            dst.copyOpaque(from: source, stride: stride, into: rect)
+        default:
+            preconditionFailure("no conversion BGRx → \(dst.format)")
+        }
+    }
+
     /// libyuv's PSNR over all three planes of two I420 pictures of one size,
     /// in dB (capped at 100 for identical pictures): what a viewer sees against the source.
     public static func psnr(_ a: PixelBuffer, _ b: PixelBuffer) -> Double {

@@ -102,13 +102,13 @@ struct BroadcastSim: ParsableCommand {
     }
 
     func makeSource(width: Int, height: Int, format: PixelFormat, orientation: Orientation) throws -> FrameSource {
+        // Drawn (or converted) straight into the format sent when nothing else is to be done; rotation works on I420 or BGRA.
+        let drawn: PixelFormat = format == .bgra ? .bgra : (format == .nv12 && orientation == .up ? .nv12 : .i420)
         switch source {
         case "file": return try Y4MFileSource(path: file!)
         case "x11": return try X11Capture(display: display)
-        case "screencast": return try PipeWireCapture(node: pipewireNode.map { UInt32($0) }, cursor: cursor)
+        case "screencast": return try PipeWireCapture(node: pipewireNode.map { UInt32($0) }, cursor: cursor, format: drawn)
         default:
-            // Drawn straight in the format sent when nothing else is to be done; rotation works on I420 or BGRA.
-            let drawn: PixelFormat = format == .bgra ? .bgra : (format == .nv12 && orientation == .up ? .nv12 : .i420)
             if let content = content {
                 // The models' scripts run at 30 frames/s.
                 return try ContentScreen(content, width: width, height: height, format: drawn, start: Int((contentStart * 30).rounded()))

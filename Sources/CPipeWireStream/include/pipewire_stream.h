@@ -21,7 +21,6 @@ typedef struct {
 } fr_pw_rect;
 
 typedef struct {
-    const uint8_t *data;
     int width, height, stride;
     enum fr_pw_format format;
     /// What changed since the last frame taken: `damage_count` rectangles,
@@ -48,9 +47,16 @@ enum fr_pw_state fr_pw_stream_state(fr_pw_stream *stream, char *error, size_t er
 /// Waits up to `timeout_ms` for a picture not yet taken: 1 when one is there.
 int fr_pw_stream_wait_picture(fr_pw_stream *stream, int timeout_ms);
 
-/// Takes the newest frame when one came since the last take (1; it stays
-/// mapped until the next take or close), or 0 when none did.
+/// Takes the newest frame when one came since the last take (1; its
+/// buffer stays ours until the next take or close), or 0 when none did.
 int fr_pw_stream_take(fr_pw_stream *stream, fr_pw_frame *frame);
+
+/// Rows `y` to `y + rows - 1` of the frame taken last: a pointer to row `y`,
+/// valid until the next call, take or close. Only these rows are mapped (a
+/// shared-memory buffer is mapped a band at a time, so a large picture
+/// never stays resident in this process). NULL when there is no such frame
+/// any more (the stream renegotiated) or the mapping failed.
+const uint8_t *fr_pw_stream_rows(fr_pw_stream *stream, int y, int rows);
 
 void fr_pw_stream_close(fr_pw_stream *stream);
 

@@ -5,25 +5,38 @@ import FrameRelayFrames
 /// Captures a Wayland desktop from a PipeWire screen cast: the node a
 /// Mutter ScreenCast session names (``MutterScreenCast``), or one another
 /// tool already opened (`--pipewire-node`). PipeWire hands over the
-/// compositor's pictures (BGRx or BGRA in mapped memory) with its damage
+/// compositor's pictures (BGRx or BGRA in shared memory) with its damage
 /// (`SPA_META_VideoDamage`): the rectangles it says changed since the
 /// picture before become the frame's ``Damage/within(_:)``, and only they
-/// are copied into the sample buffer; a frame with no new picture is the
+/// are converted into the sample buffer; a frame with no new picture is the
 /// picture in hand with ``Damage/none``. The compositor casts only when
 /// something was drawn, so a still desktop costs nothing.
+///
+/// Memory: the sample buffer is kept in the format the producer sends
+/// (NV12 or I420 when nothing else is to be done), converted straight from
+/// PipeWire's buffer a band of rows at a time, and only that band is mapped:
+/// none of the compositor's pictures (22 MB each at 2732×2048) stays resident here.
 public final class PipeWireCapture: FrameSource {
     public private(set) var width: Int
     public private(set) var height: Int
     private let stream: OpaquePointer
+    /// The picture in the format it is kept in (I420, NV12 or BGRA).
     private var buffer: PixelBuffer
+    private let format: PixelFormat
     private var captured = false
     /// The Mutter session the node belongs to (nil: a node given).
     private let cast: MutterScreenCast?
     /// Why the cast ended, once it did (the source then has no more frames).
     public private(set) var ended: String?
 
-    /// Casts the primary monitor through Mutter (`node` nil) or reads PipeWire node `node`.
-    public init(node: UInt32? = nil, cursor: ScreenCastCursor = .embedded, timeout: Double = 5) throws {
+    /// Rows mapped and converted at a time: 350 KB of a 2732-wide picture.
+    private static let band = 32
+
+    /// Casts the primary monitor through Mutter (`node` nil) or reads PipeWire
+    /// node `node`, keeping the picture in `format` (I420, NV12 or BGRA).
+    public init(node: UInt32? = nil, cursor: ScreenCastCursor = .embedded, format: PixelFormat = .bgra, timeout: Double = 5) throws {
+        precondition([.i420, .nv12, .bgra].contains(format), "a screen cast's picture is I420, NV12 or BGRA")
+        self.format = format
         cast = node == nil ? try MutterScreenCast(cursor: cursor) : nil
         let id = node ?? cast!.node
         var text = [CChar](repeating: 0, count: 256)
@@ -38,7 +51,7 @@ public final class PipeWireCapture: FrameSource {
         }
         self.width = Int(width)
         self.height = Int(height)
-        buffer = try PixelBuffer(width: Int(width), height: Int(height), format: .bgra, rowAlignment: 4)
+        buffer = try PixelBuffer(width: Int(width), height: Int(height), format: format)
     }
 
     deinit { fr_pw_stream_close(stream) }
@@ -71,7 +84,7 @@ public final class PipeWireCapture: FrameSource {
             return nil
         }
         var frame = fr_pw_frame()
-        guard fr_pw_stream_take(stream, &frame) == 1, let data = frame.data else {
+        guard fr_pw_stream_take(stream, &frame) == 1 else {
             // Nothing drawn since the last picture (or none yet: the first frame is the empty picture, whole).
             defer { captured = true }
             return SourceFrame(buffer, damage: captured ? .none : .unknown)
@@ -81,16 +94,15 @@ public final class PipeWireCapture: FrameSource {
             // A new size (a monitor changed mode): a new picture, whole.
             width = Int(frame.width)
             height = Int(frame.height)
-            buffer = try PixelBuffer(width: width, height: height, format: .bgra, rowAlignment: 4)
+            buffer = try PixelBuffer(width: width, height: height, format: format)
             whole = true
         }
         captured = true
         // The compositor's time for the picture, where it is one of this clock's last second.
         let now = MonotonicClock.now()
         let made = frame.pts > 0 && UInt64(frame.pts) <= now && now - UInt64(frame.pts) < 1_000_000_000 ? UInt64(frame.pts) : nil
-        let source = UnsafeRawPointer(data)
         if whole {
-            copy(from: source, stride: Int(frame.stride), PixelRect(x: 0, y: 0, width: width, height: height))
+            guard convert(PixelRect(x: 0, y: 0, width: width, height: height), stride: Int(frame.stride)) else { return lost() }
             return SourceFrame(buffer, damage: .unknown, capturedAt: made)
         }
         var region = PixelRegion()
@@ -105,12 +117,30 @@ public final class PipeWireCapture: FrameSource {
                 region.add(rect.evenEdges(width: width, height: height))
             }
         }
-        for i in 0..<region.count { copy(from: source, stride: Int(frame.stride), region[i]) }
+        for i in 0..<region.count {
+            guard convert(region[i], stride: Int(frame.stride)) else { return lost() }
+        }
         return SourceFrame(buffer, damage: .within(region), capturedAt: made)
     }
 
-    /// Copies `rect` of the PipeWire picture into the sample buffer, alpha opaque (BGRx leaves it undefined).
-    private func copy(from source: UnsafeRawPointer, stride: Int, _ rect: PixelRect) {
-        buffer.copyOpaque(from: source + rect.y * stride + rect.x * 4, stride: stride, into: rect)
+    /// Converts `rect` (even edges) of the picture taken into the sample
+    /// buffer, a band of rows at a time; false when its rows could not be
+    /// mapped (the stream renegotiated under the take).
+    private func convert(_ rect: PixelRect, stride: Int) -> Bool {
+        var y = rect.y
+        while y < rect.y + rect.height {
+            let rows = min(Self.band, rect.y + rect.height - y)
+            guard let row = fr_pw_stream_rows(stream, Int32(y), Int32(rows)) else { return false }
+            PixelConversion.convert(bgrx: UnsafeRawPointer(row) + rect.x * 4, stride: stride, into: buffer,
+                                    at: PixelRect(x: rect.x, y: y, width: rect.width, height: rows))
+            y += rows
+        }
+        return true
+    }
+
+    /// A picture only partly converted: what is in hand, unknown in part; the next one is taken whole.
+    private func lost() -> SourceFrame {
+        captured = false
+        return SourceFrame(buffer, damage: .unknown)
     }
 }

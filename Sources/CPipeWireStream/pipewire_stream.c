@@ -254,6 +254,7 @@ fr_pw_stream *fr_pw_stream_open(int fd, uint32_t node, char *error, size_t error
     struct fr_pw_stream *s = calloc(1, sizeof *s);
     if (s == NULL) {
         snprintf(error, error_size, "out of memory");
+        if (fd >= 0) close(fd);
         return NULL;
     }
     s->node = node;
@@ -261,6 +262,7 @@ fr_pw_stream *fr_pw_stream_open(int fd, uint32_t node, char *error, size_t error
     s->context = s->loop ? pw_context_new(pw_thread_loop_get_loop(s->loop), NULL, 0) : NULL;
     if (s->context == NULL || pw_thread_loop_start(s->loop) < 0) {
         snprintf(error, error_size, "cannot start a PipeWire loop: %s", strerror(errno));
+        if (fd >= 0) close(fd);
         fr_pw_stream_close(s);
         return NULL;
     }

@@ -45,6 +45,20 @@ struct BroadcastSim: ParsableCommand {
     @Option("display", "DISPLAY", help: "X display for --source x11 (default $DISPLAY).") var display: String?
     @Option("pipewire-node", "ID", in: 0...UInt64(UInt32.max - 1), help: "For --source screencast: read this PipeWire node, one another tool opened (default: cast the primary monitor through Mutter).")
     var pipewireNode: UInt64?
+    @Option("cast", "API", help: "For --source screencast: who starts the cast: portal (xdg-desktop-portal: any desktop; its chooser asks once, then a restore token under $XDG_STATE_HOME/frame-relay is used), mutter (GNOME's own API, no dialog), auto (mutter on GNOME, else portal).", transform: { text in
+        guard let api = ScreenCastAPI(rawValue: text) else {
+            throw UsageError("invalid --cast \"\(text)\": one of " + ScreenCastAPI.allCases.map(\.rawValue).joined(separator: ", "))
+        }
+        return api
+    })
+    var cast = ScreenCastAPI.auto
+    @Option("surface", "KIND", help: "For --source screencast: what to cast: monitor or window (the portal's chooser offers them; Mutter casts the focused window).", transform: { text in
+        guard let surface = ScreenCastSurface(rawValue: text) else {
+            throw UsageError("invalid --surface \"\(text)\": one of " + ScreenCastSurface.allCases.map(\.rawValue).joined(separator: ", "))
+        }
+        return surface
+    })
+    var surface = ScreenCastSurface.monitor
     @Option("cursor", "MODE", help: "For --source screencast: the pointer " + ScreenCastCursor.allCases.map(\.rawValue).joined(separator: " or ") + " (drawn into the picture).", transform: { text in
         guard let mode = ScreenCastCursor(rawValue: text) else {
             throw UsageError("invalid --cursor \"\(text)\": one of " + ScreenCastCursor.allCases.map(\.rawValue).joined(separator: ", "))
@@ -93,8 +107,12 @@ struct BroadcastSim: ParsableCommand {
         if source == "file", file == nil { throw UsageError("--source file needs --file PATH") }
         if source != "file", $file.isGiven { throw UsageError("--file is for --source file, not --source \(source)") }
         if source != "x11", $display.isGiven { throw UsageError("--display is for --source x11, not --source \(source)") }
-        if source != "screencast", $pipewireNode.isGiven || $cursor.isGiven {
-            throw UsageError("--\($pipewireNode.isGiven ? "pipewire-node" : "cursor") is for --source screencast, not --source \(source)")
+        let castOptions = [("pipewire-node", $pipewireNode.isGiven), ("cursor", $cursor.isGiven), ("cast", $cast.isGiven), ("surface", $surface.isGiven)]
+        if source != "screencast", let (name, _) = castOptions.first(where: { $0.1 }) {
+            throw UsageError("--\(name) is for --source screencast, not --source \(source)")
+        }
+        if $pipewireNode.isGiven, let (name, _) = castOptions.dropFirst().first(where: { $0.1 }) {
+            throw UsageError("--\(name) is for a cast this producer starts, not for --pipewire-node (the node's own tool chose)")
         }
         if content != nil, source != "pattern" { throw UsageError("--content draws the screen itself: not with --source \(source)") }
         if content == nil, $contentStart.isGiven { throw UsageError("--content-start needs --content MODEL") }
@@ -107,7 +125,9 @@ struct BroadcastSim: ParsableCommand {
         switch source {
         case "file": return try Y4MFileSource(path: file!)
         case "x11": return try X11Capture(display: display)
-        case "screencast": return try PipeWireCapture(node: pipewireNode.map { UInt32($0) }, cursor: cursor, format: drawn)
+        case "screencast":
+            return try PipeWireCapture(node: pipewireNode.map { UInt32($0) }, api: cast, surface: surface, cursor: cursor,
+                                       token: RestoreToken.standard(for: surface), format: drawn)
         default:
             if let content = content {
                 // The models' scripts run at 30 frames/s.
@@ -140,7 +160,8 @@ struct BroadcastSim: ParsableCommand {
         let handler = SimulatedExtension(group: s.appGroup, slotCapacity: largest)
         handler.checksums = s.checksum
         try handler.broadcastStarted(setupInfo: ["source": s.source, "size": "\(width)x\(height)", "format": "\(format)", "fps": "\(s.fps)"])
-        if !s.quiet { log("started \(s.appGroup) → /dev/shm\(try AppGroup(s.appGroup).sharedMemoryName) \(width)x\(height) \(format) \(orientation) at \(s.fps) fps from \(s.source)") }
+        let origin = (source as? PipeWireCapture)?.api.map { " (a \(s.surface) cast through \($0 == "portal" ? "xdg-desktop-portal" : "Mutter"))" } ?? ""
+        if !s.quiet { log("started \(s.appGroup) → /dev/shm\(try AppGroup(s.appGroup).sharedMemoryName) \(width)x\(height) \(format) \(orientation) at \(s.fps) fps from \(s.source)\(origin)") }
 
         var formatter = FrameFormatter(format: format, orientation: orientation)
         var pendingSwitches = s.switches.sorted { $0.frame < $1.frame }[...]

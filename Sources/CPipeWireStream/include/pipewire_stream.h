@@ -32,8 +32,8 @@ typedef struct {
     int64_t pts;
 } fr_pw_frame;
 
-/// Connects to PipeWire (`fd` from the portal's OpenPipeWireRemote, or -1
-/// for the user's daemon) and to node `node` as a video consumer. NULL on
+/// Connects to PipeWire (`fd` from the portal's OpenPipeWireRemote, owned by
+/// the stream from here on, or -1 for the user's daemon) and to node `node` as a video consumer. NULL on
 /// failure, with a sentence in `error`.
 fr_pw_stream *fr_pw_stream_open(int fd, uint32_t node, char *error, size_t error_size);
 

@@ -2,9 +2,9 @@ internal import CPipeWireStream
 import FrameRelaySystem
 import FrameRelayFrames
 
-/// Captures a Wayland desktop from a PipeWire screen cast: the node a
-/// Mutter ScreenCast session names (``MutterScreenCast``), or one another
-/// tool already opened (`--pipewire-node`). PipeWire hands over the
+/// Captures a Wayland desktop from a PipeWire screen cast: the node the
+/// desktop's portal (``PortalScreenCast``) or a Mutter ScreenCast session
+/// (``MutterScreenCast``) names, or one another tool already opened (`--pipewire-node`). PipeWire hands over the
 /// compositor's pictures (BGRx or BGRA in shared memory) with its damage
 /// (`SPA_META_VideoDamage`): the rectangles it says changed since the
 /// picture before become the frame's ``Damage/within(_:)``, and only they
@@ -24,23 +24,25 @@ public final class PipeWireCapture: FrameSource {
     private var buffer: PixelBuffer
     private let format: PixelFormat
     private var captured = false
-    /// The Mutter session the node belongs to (nil: a node given).
-    private let cast: MutterScreenCast?
+    /// The desktop's cast the node belongs to (nil: a node given).
+    private let cast: ScreenCastSession?
     /// Why the cast ended, once it did (the source then has no more frames).
     public private(set) var ended: String?
 
     /// Rows mapped and converted at a time: 350 KB of a 2732-wide picture.
     private static let band = 32
 
-    /// Casts the primary monitor through Mutter (`node` nil) or reads PipeWire
-    /// node `node`, keeping the picture in `format` (I420, NV12 or BGRA).
-    public init(node: UInt32? = nil, cursor: ScreenCastCursor = .embedded, format: PixelFormat = .bgra, timeout: Double = 5) throws {
+    /// Casts a monitor or a window through `api` (`node` nil; the portal
+    /// keeps its restore token in `token`) or reads PipeWire node `node`,
+    /// keeping the picture in `format` (I420, NV12 or BGRA).
+    public init(node: UInt32? = nil, api: ScreenCastAPI = .auto, surface: ScreenCastSurface = .monitor, cursor: ScreenCastCursor = .embedded,
+                token: RestoreToken? = nil, format: PixelFormat = .bgra, timeout: Double = 5) throws {
         precondition([.i420, .nv12, .bgra].contains(format), "a screen cast's picture is I420, NV12 or BGRA")
         self.format = format
-        cast = node == nil ? try MutterScreenCast(cursor: cursor) : nil
+        cast = node == nil ? try api.start(surface: surface, cursor: cursor, token: token) : nil
         let id = node ?? cast!.node
         var text = [CChar](repeating: 0, count: 256)
-        guard let stream = fr_pw_stream_open(-1, id, &text, text.count) else { throw SourceError.screenCast(Self.sentence(text)) }
+        guard let stream = fr_pw_stream_open(cast?.takeRemote() ?? -1, id, &text, text.count) else { throw SourceError.screenCast(Self.sentence(text)) }
         self.stream = stream
         var width: Int32 = 0, height: Int32 = 0
         guard fr_pw_stream_wait_format(stream, Int32(timeout * 1000), &width, &height) == 1 else {
@@ -55,6 +57,9 @@ public final class PipeWireCapture: FrameSource {
     }
 
     deinit { fr_pw_stream_close(stream) }
+
+    /// Which desktop API started the cast ("portal", "mutter"), or nil for a node given.
+    public var api: String? { cast.map { $0 is PortalScreenCast ? "portal" : "mutter" } }
 
     /// The C side's NUL-terminated sentence.
     private static func sentence(_ text: [CChar]) -> String {
@@ -142,5 +147,25 @@ public final class PipeWireCapture: FrameSource {
     private func lost() -> SourceFrame {
         captured = false
         return SourceFrame(buffer, damage: .unknown)
+    }
+}
+
+/// Which desktop API starts a screen cast.
+public enum ScreenCastAPI: String, CaseIterable, Sendable {
+    /// Mutter's where GNOME's compositor is on the bus (no dialog), else the portal.
+    case auto
+    /// xdg-desktop-portal: any desktop; its chooser asks once.
+    case portal
+    /// GNOME's own `org.gnome.Mutter.ScreenCast`.
+    case mutter
+
+    func start(surface: ScreenCastSurface, cursor: ScreenCastCursor, token: RestoreToken?) throws -> ScreenCastSession {
+        switch self {
+        case .portal: return try PortalScreenCast(surface: surface, cursor: cursor, token: token)
+        case .mutter: return try MutterScreenCast(surface: surface, cursor: cursor)
+        case .auto:
+            let onGNOME = try SessionBus().hasOwner(MutterScreenCast.service)
+            return try (onGNOME ? ScreenCastAPI.mutter : .portal).start(surface: surface, cursor: cursor, token: token)
+        }
     }
 }

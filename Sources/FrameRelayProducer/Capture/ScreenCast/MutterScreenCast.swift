@@ -3,7 +3,7 @@
 /// GNOME portal behind its dialog): CreateSession, RecordMonitor, Start,
 /// then the stream's PipeWireStreamAdded signal names the PipeWire node.
 /// No dialog: any client of the user's session bus may cast.
-final class MutterScreenCast {
+final class MutterScreenCast: ScreenCastSession {
     static let service = "org.gnome.Mutter.ScreenCast"
 
     /// The PipeWire node the monitor is cast to.
@@ -13,16 +13,24 @@ final class MutterScreenCast {
     /// Why the session ended, once Mutter closed it.
     private(set) var closed: String?
 
-    /// Casts monitor `connector` (nil: the primary one) with the cursor as `cursor` says.
-    init(connector: String? = nil, cursor: ScreenCastCursor) throws(SourceError) {
+    /// Casts monitor `connector` (nil: the primary one), or the focused
+    /// window, with the cursor as `cursor` says.
+    init(surface: ScreenCastSurface = .monitor, connector: String? = nil, cursor: ScreenCastCursor) throws(SourceError) {
         bus = try SessionBus()
         do {
             session = try bus.call(Self.service, "/org/gnome/Mutter/ScreenCast", Self.service, "CreateSession", [.options([])]).readString("o")
         } catch .dbus(let name, _, _) where name == "org.freedesktop.DBus.Error.ServiceUnknown" {
             throw .screenCast("no GNOME Mutter on the session bus (\(Self.service)): this is not a GNOME session")
         }
-        let stream = try bus.call(Self.service, session, Self.service + ".Session", "RecordMonitor",
-                                  [.string(connector ?? ""), .options([("cursor-mode", .uint32(cursor.mutterMode))])]).readString("o")
+        let properties = SessionBus.Value.options([("cursor-mode", .uint32(cursor.mutterMode))])
+        let stream: String
+        do {
+            stream = try surface == .monitor
+                ? bus.call(Self.service, session, Self.service + ".Session", "RecordMonitor", [.string(connector ?? ""), properties]).readString("o")
+                : bus.call(Self.service, session, Self.service + ".Session", "RecordWindow", [properties]).readString("o")
+        } catch .dbus(_, let call, let message) where surface == .window {
+            throw .screenCast("Mutter cannot cast a window (\(call): \(message)): is one focused?")
+        }
         // Mutter's signals only: another client of the bus could send ones naming its own node, or a close.
         try bus.watch(sender: Self.service, path: stream, interface: Self.service + ".Stream", member: "PipeWireStreamAdded")
         try bus.watch(sender: Self.service, path: session, interface: Self.service + ".Session", member: "Closed")
@@ -36,6 +44,9 @@ final class MutterScreenCast {
     deinit {
         if closed == nil { _ = try? bus.call(Self.service, session, Self.service + ".Session", "Stop", timeout: 1) }
     }
+
+    /// Mutter's node is read over the user's own PipeWire connection.
+    func takeRemote() -> Int32 { -1 }
 
     /// Reads what the bus brought; true once Mutter closed the session.
     func poll() throws(SourceError) -> Bool {
@@ -53,6 +64,21 @@ public enum ScreenCastCursor: String, CaseIterable, Sendable {
     /// Drawn into the picture by the compositor.
     case embedded
 
-    /// Mutter's and the portal's `cursor-mode` (0 hidden, 1 embedded, 2 metadata).
+    /// Mutter's `cursor-mode` (0 hidden, 1 embedded, 2 metadata).
     var mutterMode: UInt32 { self == .hidden ? 0 : 1 }
+    /// The portal's `cursor_mode` bit (1 hidden, 2 embedded, 4 metadata).
+    var portalMode: UInt32 { self == .hidden ? 1 : 2 }
+}
+
+/// A screen cast a desktop started for us (Mutter's, or the portal's).
+protocol ScreenCastSession: AnyObject {
+    /// The PipeWire node the cast is sent to.
+    var node: UInt32 { get }
+    /// Why the cast ended, once it did.
+    var closed: String? { get }
+    /// The PipeWire connection to read the node over (the portal's sees only
+    /// the cast), or -1 for the user's own; PipeWire owns it once taken.
+    func takeRemote() -> Int32
+    /// Reads what the bus brought; true once the desktop closed the cast.
+    func poll() throws(SourceError) -> Bool
 }

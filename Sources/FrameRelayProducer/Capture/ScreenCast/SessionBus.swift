@@ -3,8 +3,9 @@ internal import CSystemd
 import FrameRelaySystem
 
 /// The user's session D-Bus through sd-bus (libsystemd): method calls whose
-/// arguments are strings, object paths and `a{sv}` options, their replies
-/// read a value at a time, and the signals a screen cast answers with.
+/// arguments are strings, object paths, numbers and `a{sv}` options, their
+/// replies read a value at a time (results dictionaries and file
+/// descriptors too), and the signals a screen cast answers with.
 /// sd-bus over libdbus: one small C API with a blocking call, its own
 /// message reader, and no main loop to run (libdbus's low-level API says
 /// of itself that it is not meant for applications).
@@ -12,7 +13,9 @@ final class SessionBus {
     /// One value of a call's arguments or an `a{sv}` option.
     enum Value {
         case string(String)
+        case objectPath(String)
         case uint32(UInt32)
+        case bool(Bool)
         case options([(String, Value)])
     }
 
@@ -42,6 +45,79 @@ final class SessionBus {
             }
             return value
         }
+
+        /// The next argument, a boolean.
+        func readBool() throws(SourceError) -> Bool {
+            var value: Int32 = 0
+            guard sd_bus_message_read_basic(message, CChar(UInt8(ascii: "b")), &value) > 0 else {
+                throw .screenCast("a D-Bus reply held no boolean where one was expected")
+            }
+            return value != 0
+        }
+
+        /// The next argument, a Unix file descriptor: a copy of it this process owns (the message closes its own).
+        func readFileDescriptor() throws(SourceError) -> Int32 {
+            var fd: Int32 = -1
+            guard sd_bus_message_read_basic(message, CChar(UInt8(ascii: "h")), &fd) > 0, fd >= 0 else {
+                throw .screenCast("a D-Bus reply held no file descriptor where one was expected")
+            }
+            let copy = fcntl(fd, F_DUPFD_CLOEXEC, 3)
+            guard copy >= 0 else { throw .screenCast("cannot keep the file descriptor a D-Bus reply held: \(String(cString: strerror(errno)))") }
+            return copy
+        }
+
+        /// The next argument, an `a{sv}` of results: strings, object paths,
+        /// uint32s, booleans and a portal's streams (`a(ua{sv})`: their node
+        /// ids) are read; values of other types are skipped.
+        func readResults() throws(SourceError) -> [String: Result] {
+            var results: [String: Result] = [:]
+            func check(_ r: Int32) throws(SourceError) -> Int32 {
+                guard r >= 0 else { throw .screenCast("a D-Bus reply's results could not be read: \(String(cString: strerror(-r)))") }
+                return r
+            }
+            func type(_ character: Character) -> CChar { CChar(character.asciiValue!) }
+            _ = try check(sd_bus_message_enter_container(message, type("a"), "{sv}"))
+            while try check(sd_bus_message_enter_container(message, type("e"), "sv")) > 0 {
+                let key = try readString()
+                var contents: UnsafePointer<CChar>?
+                _ = try check(sd_bus_message_peek_type(message, nil, &contents))
+                let signature = contents.map { String(cString: $0) } ?? ""
+                _ = try check(sd_bus_message_enter_container(message, type("v"), signature))
+                switch signature {
+                case "s", "o": results[key] = .string(try readString(Character(signature)))
+                case "u": results[key] = .uint32(try readUInt32())
+                case "b":
+                    var flag: Int32 = 0
+                    _ = try check(sd_bus_message_read_basic(message, type("b"), &flag))
+                    results[key] = .bool(flag != 0)
+                case "a(ua{sv})":
+                    var nodes: [UInt32] = []
+                    _ = try check(sd_bus_message_enter_container(message, type("a"), "(ua{sv})"))
+                    while try check(sd_bus_message_enter_container(message, type("r"), "ua{sv}")) > 0 {
+                        nodes.append(try readUInt32())
+                        _ = try check(sd_bus_message_skip(message, "a{sv}"))
+                        _ = try check(sd_bus_message_exit_container(message))
+                    }
+                    _ = try check(sd_bus_message_exit_container(message))
+                    results[key] = .streams(nodes)
+                default:
+                    _ = try check(sd_bus_message_skip(message, signature))
+                }
+                _ = try check(sd_bus_message_exit_container(message))
+                _ = try check(sd_bus_message_exit_container(message))
+            }
+            _ = try check(sd_bus_message_exit_container(message))
+            return results
+        }
+    }
+
+    /// A value read from a reply's `a{sv}` results.
+    enum Result: Equatable {
+        case string(String)
+        case uint32(UInt32)
+        case bool(Bool)
+        /// A portal's streams: their PipeWire node ids.
+        case streams([UInt32])
     }
 
     private let bus: OpaquePointer
@@ -56,6 +132,12 @@ final class SessionBus {
             throw .screenCast("cannot connect to the session D-Bus (\(String(cString: strerror(-r)))): is DBUS_SESSION_BUS_ADDRESS set?")
         }
         self.bus = bus
+    }
+
+    /// This connection's unique name on the bus (":1.42").
+    var uniqueName: String {
+        var name: UnsafePointer<CChar>?
+        return sd_bus_get_unique_name(bus, &name) >= 0 && name != nil ? String(cString: name!) : ""
     }
 
     deinit {
@@ -91,7 +173,11 @@ final class SessionBus {
         func basic(_ type: Character, _ pointer: UnsafeRawPointer) -> Int32 { sd_bus_message_append_basic(message, CChar(type.asciiValue!), pointer) }
         switch value {
         case .string(let text): return text.withCString { basic("s", $0) }
+        case .objectPath(let path): return path.withCString { basic("o", $0) }
         case .uint32(var number): return basic("u", &number)
+        case .bool(let flag):
+            var value: Int32 = flag ? 1 : 0
+            return basic("b", &value)
         case .options(let options):
             var r = sd_bus_message_open_container(message, CChar(UInt8(ascii: "a")), "{sv}")
             for (key, option) in options where r >= 0 {
@@ -104,6 +190,11 @@ final class SessionBus {
             }
             return r >= 0 ? sd_bus_message_close_container(message) : r
         }
+    }
+
+    /// Whether a client of the bus owns `name` now.
+    func hasOwner(_ name: String) -> Bool {
+        (try? call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameHasOwner", [.string(name)]).readBool()) ?? false
     }
 
     /// Keeps the signals `member` of `interface` that `sender` (a bus name:
@@ -159,7 +250,9 @@ extension SessionBus.Value {
     var signature: String {
         switch self {
         case .string: "s"
+        case .objectPath: "o"
         case .uint32: "u"
+        case .bool: "b"
         case .options: "a{sv}"
         }
     }

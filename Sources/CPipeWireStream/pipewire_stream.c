@@ -37,6 +37,9 @@ struct fr_pw_stream {
     char error[256];
     /// The newest whole buffer not yet taken, and the one taken (mapped until the next take).
     struct pw_buffer *pending, *held;
+    /// The part of `held` that is the picture (SPA_META_VideoCrop: a window
+    /// in a larger stream), and the part the take before it was.
+    fr_pw_rect crop, last_crop;
     /// The rows of `held` mapped now (fr_pw_stream_rows): the mapping's start and length.
     void *window;
     size_t window_size;
@@ -125,7 +128,7 @@ static void on_param_changed(void *data, uint32_t id, const struct spa_pod *para
     s->damage_count = -1;  // a new size: all of it
     uint8_t storage[1024];
     struct spa_pod_builder b = SPA_POD_BUILDER_INIT(storage, sizeof storage);
-    const struct spa_pod *params[3];
+    const struct spa_pod *params[4];
     // Mapped memory only: a buffer we can read without a GPU.
     params[0] = spa_pod_builder_add_object(&b, SPA_TYPE_OBJECT_ParamBuffers, SPA_PARAM_Buffers,
         SPA_PARAM_BUFFERS_buffers, SPA_POD_CHOICE_RANGE_Int(4, 2, 16),
@@ -137,7 +140,10 @@ static void on_param_changed(void *data, uint32_t id, const struct spa_pod *para
         SPA_PARAM_META_type, SPA_POD_Id(SPA_META_VideoDamage),
         SPA_PARAM_META_size, SPA_POD_CHOICE_RANGE_Int(sizeof(struct spa_meta_region) * FR_PW_MAX_RECTS, sizeof(struct spa_meta_region),
                                                       sizeof(struct spa_meta_region) * FR_PW_MAX_RECTS));
-    pw_stream_update_params(s->stream, params, 3);
+    params[3] = spa_pod_builder_add_object(&b, SPA_TYPE_OBJECT_ParamMeta, SPA_PARAM_Meta,
+        SPA_PARAM_META_type, SPA_POD_Id(SPA_META_VideoCrop),
+        SPA_PARAM_META_size, SPA_POD_Int(sizeof(struct spa_meta_region)));
+    pw_stream_update_params(s->stream, params, 4);
 }
 
 static void on_state_changed(void *data, enum pw_stream_state old, enum pw_stream_state state, const char *error) {
@@ -366,14 +372,31 @@ int fr_pw_stream_take(fr_pw_stream *s, fr_pw_frame *frame) {
     s->held = s->pending;
     s->pending = NULL;
     struct spa_data *d = &s->held->buffer->datas[0];
-    frame->width = (int)s->info.size.width;
-    frame->height = (int)s->info.size.height;
-    frame->stride = d->chunk->stride > 0 ? d->chunk->stride : frame->width * 4;
+    // The picture is the buffer's crop where it has one within it (Mutter casts a window so), else all of it.
+    int width = (int)s->info.size.width, height = (int)s->info.size.height;
+    s->crop = (fr_pw_rect){0, 0, width, height};
+    struct spa_meta_region *crop = spa_buffer_find_meta_data(s->held->buffer, SPA_META_VideoCrop, sizeof *crop);
+    if (crop && spa_meta_region_is_valid(crop)) {
+        int x = SPA_CLAMP(crop->region.position.x, 0, width), y = SPA_CLAMP(crop->region.position.y, 0, height);
+        int w = SPA_MIN((int)SPA_MIN(crop->region.size.width, (uint32_t)INT32_MAX), width - x);
+        int h = SPA_MIN((int)SPA_MIN(crop->region.size.height, (uint32_t)INT32_MAX), height - y);
+        if (w > 0 && h > 0) s->crop = (fr_pw_rect){x, y, w, h};
+    }
+    frame->width = s->crop.width;
+    frame->height = s->crop.height;
+    frame->stride = d->chunk->stride > 0 ? d->chunk->stride : width * 4;
     frame->format = s->format;
     struct spa_meta_header *header = spa_buffer_find_meta_data(s->held->buffer, SPA_META_Header, sizeof *header);
     frame->pts = header ? header->pts : -1;
-    frame->damage_count = s->damage_count;
-    if (s->damage_count > 0) memcpy(frame->damage, s->damage, sizeof(fr_pw_rect) * (size_t)s->damage_count);
+    // Damage is in the buffer's coordinates: moved to the picture's; a crop that moved makes all of it new.
+    int moved = memcmp(&s->crop, &s->last_crop, sizeof s->crop) != 0;
+    s->last_crop = s->crop;
+    frame->damage_count = moved ? -1 : s->damage_count;
+    for (int i = 0; i < frame->damage_count; i++) {
+        frame->damage[i] = s->damage[i];
+        frame->damage[i].x -= s->crop.x;
+        frame->damage[i].y -= s->crop.y;
+    }
     s->damage_count = 0;
     pw_thread_loop_unlock(s->loop);
     return 1;
@@ -383,18 +406,17 @@ const uint8_t *fr_pw_stream_rows(fr_pw_stream *s, int y, int rows) {
     pw_thread_loop_lock(s->loop);
     unmap_window(s);
     const uint8_t *row = NULL;
-    int height = (int)s->info.size.height;
-    if (s->held != NULL && y >= 0 && rows > 0 && y + rows <= height) {
+    if (s->held != NULL && y >= 0 && rows > 0 && y + rows <= s->crop.height) {
         struct spa_data *d = &s->held->buffer->datas[0];
         size_t stride = d->chunk->stride > 0 ? (size_t)d->chunk->stride : (size_t)s->info.size.width * 4;
         if (d->type == SPA_DATA_MemPtr) {
-            row = (const uint8_t *)d->data + d->chunk->offset + (size_t)y * stride;
+            row = (const uint8_t *)d->data + d->chunk->offset + (size_t)(s->crop.y + y) * stride + (size_t)s->crop.x * 4;
         } else {
             // The band's bytes from a page boundary: only they come into memory (populated at once, not fault by fault).
-            size_t start = (size_t)d->mapoffset + d->chunk->offset + (size_t)y * stride;
+            size_t start = (size_t)d->mapoffset + d->chunk->offset + (size_t)(s->crop.y + y) * stride + (size_t)s->crop.x * 4;
             size_t page = (size_t)sysconf(_SC_PAGESIZE);
             size_t aligned = start / page * page;
-            size_t size = start - aligned + (size_t)(rows - 1) * stride + (size_t)s->info.size.width * 4;
+            size_t size = start - aligned + (size_t)(rows - 1) * stride + (size_t)s->crop.width * 4;
             // Never past the file's end (reading there would be SIGBUS): a node that says its buffers are larger than they are gets no rows.
             struct stat file;
             void *window = fstat((int)d->fd, &file) == 0 && (uint64_t)file.st_size >= aligned + size

@@ -225,7 +225,16 @@ struct BroadcastSim: ParsableCommand {
             // Where the picture changed, in upright raw pixels (a turned picture, or a JPEG's blocks, would need it mapped).
             var damage = upright.damage
             if case .region = damage, orientation != .up || format == .jpeg { damage = .unknown }
-            switch handler.processSample(buffer, frameNumber: number, captureTime: captureTime, orientation: orientation, damage: damage) {
+            var result = handler.processSample(buffer, frameNumber: number, captureTime: captureTime, orientation: orientation, damage: damage)
+            if case .tooLarge = result, s.source == "screencast" {
+                // A screen cast's picture grew (a window resized, a monitor's new mode): larger slots, then the frame.
+                let capacity = try max(PixelBuffer.capacity(width: buffer.width, height: buffer.height, format: buffer.format),
+                                       PixelBuffer.capacity(width: buffer.height, height: buffer.width, format: buffer.format))
+                try handler.growSlots(to: capacity)
+                if !s.quiet { log("the picture grew to \(buffer.width)x\(buffer.height): the ring's slots now hold \(capacity) bytes") }
+                result = handler.processSample(buffer, frameNumber: number, captureTime: captureTime, orientation: orientation, damage: damage)
+            }
+            switch result {
             case .published: published += 1
             case .publishedToNewRing(let reason):
                 published += 1
@@ -266,7 +275,7 @@ struct BroadcastSim: ParsableCommand {
             let stats = ProducerStats(
                 frames: number, written: counters.written, dropped: counters.dropped, takenByHost: taken,
                 throttled: handler.throttled, maxSampleMicros: Double(handler.maxSampleNanoseconds) / 1000,
-                peakRSSBytes: peakRSSBytes(), stopReason: stopReason, slotCapacity: largest,
+                peakRSSBytes: peakRSSBytes(), stopReason: stopReason, slotCapacity: handler.slotCapacity,
                 ringsRecreated: handler.ring?.recreations ?? 0)
             try OutputFile.write(String(decoding: try JSONEncoder().encode(stats), as: UTF8.self), to: path)
         }

@@ -57,6 +57,24 @@ import Testing
         frame.withUnsafePlane(0) { bytes, _ in #expect(bytes[0] == 7) }
     }
 
+    /// A picture larger than the slots (a cast window resized): the
+    /// producer grows the ring (a new segment under the same name, not
+    /// counted as damage) and the host takes the larger frame whole from it.
+    @Test func aRingGrownForALargerPictureIsFollowedByTheHost() throws {
+        let small = try makeBuffer(256, 128, .i420)
+        let (group, producer, host) = try ringWithOneFrameTaken("grow", small)
+        defer { producer.finish() }
+        let large = try makeBuffer(640, 360, .i420, fill: 9)
+        #expect(throws: RingError.self) { try producer.publish(large, frameNumber: 2, captureTime: 1) }
+        try producer.grow(slotCapacity: large.capacity)
+        #expect(producer.slotCapacity == large.capacity && producer.recreations == 0)
+        try producer.publish(large, frameNumber: 3, captureTime: 2)
+        guard case .frame(let frame) = try nextFrameEvent(host) else { Issue.record("no frame from the grown ring"); return }
+        #expect(frame.metadata.frameNumber == 3 && frame.metadata.width == 640 && frame.metadata.height == 360)
+        frame.withUnsafePlane(0) { bytes, _ in #expect(bytes[0] == 9 && bytes[640 * 359] == 9) }
+        #expect(segmentExists(group))
+    }
+
     @Test(arguments: [UInt32(0xF), 0x3, 0x13, 0xFFFF_FFFF])
     func hostileStateWordMakesTheProducerStartAFreshRing(_ state: UInt32) throws {
         let buffer = try makeBuffer()

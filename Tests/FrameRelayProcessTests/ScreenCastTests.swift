@@ -37,10 +37,36 @@ import Testing
         #expect(!segmentExists(group))
     }
 
+    /// A window cast (Mutter's RecordWindow of the focused window): the
+    /// stream is monitor-sized with the window as its crop
+    /// (SPA_META_VideoCrop), and the picture sent is the window alone, from
+    /// the first frame (one keyframe), each frame decoded by ffmpeg at that size.
+    @Test func aWindowCastSendsTheWindowAlone() throws {
+        let group = uniqueGroup("castwin")
+        let run = inDesktopSession("""
+            timeout 6 weston-simple-damage > $D/client.log 2>&1 &
+            sleep 1
+            $FR --app-group \(group.name) --duration 5 --quiet --record $D/out.ivf --report $D/host.json & H=$!
+            $SIM --source screencast --cast mutter --surface window --app-group \(group.name) --duration 3 2> $D/sim.log
+            echo "sim exit $?"; wait $H; cat $D/sim.log
+            """)
+        #expect(run.output.contains("sim exit 0") && run.output.contains("a window cast through Mutter"), "\(run.output.suffix(2000))")
+        let share = try #require(try readShareStats(run.directory + "/host.json").first, "\(run.output.suffix(2000))")
+        let encoded = try #require(share.encoded)
+        // weston-simple-damage's window, not the 1280x720 monitor.
+        #expect(encoded.width > 0 && encoded.width < 640 && encoded.height < 480 && encoded.keyframes == 1, "\(encoded)")
+        #expect(encoded.frames >= 30 && FFmpeg.frameCount(run.directory + "/out.ivf") == Int(encoded.frames), "\(encoded)")
+        #expect(FFmpeg.decodeErrors(run.directory + "/out.ivf").isEmpty)
+        #expect(!segmentExists(group))
+    }
+
     /// What can go wrong before a picture comes: one line each naming it,
     /// exit 1, and nothing left in /dev/shm.
     @Test(arguments: [
-        ("no Mutter", true, false, "", "no GNOME Mutter on the session bus"),
+        ("no Mutter", true, false, "--cast mutter", "no GNOME Mutter on the session bus"),
+        ("no portal backend", true, false, "--cast portal", "the desktop portal offers no ScreenCast"),
+        ("neither", true, false, "", "the desktop portal offers no ScreenCast"),
+        ("no window to cast", true, true, "--cast mutter --surface window", "Mutter cannot cast a window"),
         ("no PipeWire", false, false, "--pipewire-node 40", "cannot connect to PipeWire"),
         ("an unknown node", true, false, "--pipewire-node 4000", "PipeWire has no node 4000"),
         ("a node that is no video source", true, false, "--pipewire-node 0", "PipeWire has no node 0"),
@@ -72,6 +98,64 @@ import Testing
             """, mutter: false)
         let lines = run.output.split(separator: "\n").filter { $0.hasPrefix("broadcast-sim:") }
         #expect(run.output.contains("sim exit 1") && lines.count == 1 && lines[0].contains("offered no video format we take (BGRx or BGRA)"), "\(run.output.suffix(1500))")
+        #expect(!segmentExists(group))
+    }
+
+    /// Through xdg-desktop-portal, as on any desktop: the first cast asks
+    /// the chooser and keeps the restore token it returns (this user's
+    /// only); the next passes it and starts without the chooser (the
+    /// backend now cancels any cast it has to ask for, and casts this one);
+    /// with the token gone the chooser asks again, and cancelling it is
+    /// one line and exit 1. Every frame encoded is decoded by ffmpeg.
+    @Test func aCastThroughThePortalAsksItsChooserOnce() throws {
+        let group = uniqueGroup("portal")
+        let run = inDesktopSession("""
+            cast() {
+              $FR --app-group \(group.name) --duration 5 --quiet --record $D/$1.ivf --report $D/$1.json & H=$!
+              $SIM --source screencast --cast portal --app-group \(group.name) --duration 3 2> $D/$1.log & S=$!
+              (sleep 0.5; timeout 2 weston-simple-damage > /dev/null 2>&1)
+              wait $S; echo "$1 sim exit $?"; wait $H; cat $D/$1.log
+            }
+            cast first
+            stat -c 'token mode %a' $D/state/frame-relay/screencast-monitor.token
+            portal restore-only
+            cast again
+            rm $D/state/frame-relay/screencast-monitor.token
+            $SIM --source screencast --cast portal --app-group \(group.name) --duration 3 2> $D/cancelled.log; echo "cancelled sim exit $?"
+            cat $D/cancelled.log $D/backend.log
+            """, portal: "pick")
+        #expect(run.output.contains("first sim exit 0") && run.output.contains("again sim exit 0"), "\(run.output.suffix(3000))")
+        #expect(run.output.contains("a monitor cast through xdg-desktop-portal"), "\(run.output.suffix(3000))")
+        #expect(run.output.contains("token mode 600"), "\(run.output.suffix(3000))")
+        // The second cast's SelectSources brought the first one's restore data: the chooser was skipped.
+        let selects = run.output.split(separator: "\n").filter { $0.contains("SelectSources") }
+        #expect(selects.count == 3 && selects[0].hasSuffix("restored=False") && selects[1].hasSuffix("restored=True")
+                && selects[2].hasSuffix("restored=False"), "\(selects)")
+        for name in ["first", "again"] {
+            let share = try #require(try readShareStats(run.directory + "/\(name).json").first, "\(run.output.suffix(3000))")
+            let encoded = try #require(share.encoded)
+            #expect(encoded.frames >= 10 && encoded.width == 1280, "\(name): \(encoded)")
+            #expect(FFmpeg.frameCount(run.directory + "/\(name).ivf") == Int(encoded.frames))
+        }
+        let cancelled = try String(contentsOfFile: run.directory + "/cancelled.log", encoding: .utf8).split(separator: "\n")
+        #expect(run.output.contains("cancelled sim exit 1") && cancelled.count == 1
+                && cancelled[0].contains("the screen cast was cancelled in the desktop's chooser"), "\(cancelled)")
+        #expect(!segmentExists(group))
+    }
+
+    /// The user stops sharing from the desktop (the portal closes the
+    /// session): the broadcast ends at once with one line, its ring gone.
+    @Test func thePortalClosingTheSessionEndsTheBroadcast() throws {
+        let group = uniqueGroup("portalend")
+        let run = inDesktopSession("""
+            START=$(date +%s)
+            $SIM --source screencast --cast portal --app-group \(group.name) --duration 30 2> $D/sim.log
+            echo "sim exit $? after $(( $(date +%s) - START )) s"
+            cat $D/sim.log
+            """, portal: "close-after=2")
+        let ended = run.output.split(separator: "\n").first { $0.contains("sim exit") }.map(String.init) ?? ""
+        #expect(ended.hasPrefix("sim exit 0") && (Int(ended.split(separator: " ")[4]) ?? 99) <= 6, "\(run.output.suffix(1500))")
+        #expect(run.output.contains("finished (the desktop closed the screen cast session)"), "\(run.output.suffix(1500))")
         #expect(!segmentExists(group))
     }
 

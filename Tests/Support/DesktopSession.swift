@@ -8,18 +8,35 @@ import Foundation
 /// after starting `pipewire` and `wireplumber` (when `pipewire`) and
 /// `mutter --headless` with a `monitor` virtual monitor (when `mutter`);
 /// `$FR`, `$SIM` and `$D` (a scratch folder) are set, and
-/// `WAYLAND_DISPLAY` names the compositor's socket. Everything started is
-/// stopped at the end.
+/// `WAYLAND_DISPLAY` names the compositor's socket. With `portal`,
+/// xdg-desktop-portal runs too, its ScreenCast backend being
+/// Tests/Support/portal-backend.py with that choice (`pick`, `cancel`,
+/// `restore-only`, `close-after=S`); the script may call `portal CHOICE`
+/// to start the backend anew with another, and the backend logs to
+/// `$D/backend.log`. Restore tokens are kept under `$D/state`.
+/// Everything started is stopped at the end.
 public func inDesktopSession(_ script: String, pipewire: Bool = true, mutter: Bool = true, monitor: String = "1280x720",
-                             timeout: Double = 90) -> (status: Int32, output: String, directory: String) {
+                             portal: String? = nil, timeout: Double = 90) -> (status: Int32, output: String, directory: String) {
     let dir = Paths.temporaryDirectory().path
     let setup = """
         set -u
         FR='\(Paths.executable("frame-relay"))' SIM='\(Paths.executable("broadcast-sim"))' D='\(dir)'
-        export XDG_RUNTIME_DIR="$D/run" WAYLAND_DISPLAY=wayland-0
+        export XDG_RUNTIME_DIR="$D/run" WAYLAND_DISPLAY=wayland-0 XDG_STATE_HOME="$D/state"
         mkdir -m 700 "$XDG_RUNTIME_DIR"
-        DESKTOP=
-        trap 'kill $DESKTOP 2>/dev/null; wait $DESKTOP 2>/dev/null' EXIT
+        DESKTOP= BACKEND=
+        trap 'kill $DESKTOP $BACKEND 2>/dev/null; wait $DESKTOP $BACKEND 2>/dev/null' EXIT
+        # The portal's backend, started (anew) with choice $1; xdg-desktop-portal itself once.
+        portal() {
+          [ -n "$BACKEND" ] && { kill $BACKEND; wait $BACKEND 2>/dev/null; }
+          /usr/bin/python3 '\(portalBackend)' org.freedesktop.impl.portal.desktop.framerelaytest "$1" 2>> "$D/backend.log" & BACKEND=$!
+          for i in $(seq 50); do busctl --user status org.freedesktop.impl.portal.desktop.framerelaytest > /dev/null 2>&1 && break; sleep 0.1; done
+          if [ ! -d "$D/portals" ]; then
+            mkdir "$D/portals"
+            printf '[portal]\nDBusName=org.freedesktop.impl.portal.desktop.framerelaytest\nInterfaces=org.freedesktop.impl.portal.ScreenCast;\nUseIn=framerelaytest\n' > "$D/portals/framerelaytest.portal"
+            XDG_CURRENT_DESKTOP=framerelaytest XDG_DESKTOP_PORTAL_DIR="$D/portals" /usr/libexec/xdg-desktop-portal -r > "$D/portal.log" 2>&1 & DESKTOP="$DESKTOP $!"
+            for i in $(seq 50); do busctl --user status org.freedesktop.portal.Desktop > /dev/null 2>&1 && break; sleep 0.1; done
+          fi
+        }
         if \(pipewire); then
           pipewire > "$D/pipewire.log" 2>&1 & DESKTOP="$DESKTOP $!"
           for i in $(seq 50); do [ -S "$XDG_RUNTIME_DIR/pipewire-0" ] && break; sleep 0.1; done
@@ -29,7 +46,11 @@ public func inDesktopSession(_ script: String, pipewire: Bool = true, mutter: Bo
           mutter --headless --virtual-monitor \(monitor) --wayland --no-x11 > "$D/mutter.log" 2>&1 & DESKTOP="$DESKTOP $!"
           for i in $(seq 100); do busctl --user status org.gnome.Mutter.ScreenCast > /dev/null 2>&1 && [ -S "$XDG_RUNTIME_DIR/wayland-0" ] && break; sleep 0.1; done
         fi
+        \(portal.map { "portal '\($0)'" } ?? "")
         """
     let result = run("/usr/bin/dbus-run-session", ["--", "/bin/sh", "-c", setup + "\n" + script], timeout: timeout)
     return (result.status, result.stdout + result.stderr, dir)
 }
+
+/// The portal backend the desktop sessions run (beside this file).
+private let portalBackend = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("portal-backend.py").path

@@ -25,7 +25,7 @@ open class BroadcastSampleHandler {
     }
 
     /// Payload bytes per ring slot: the largest frame the broadcast will send.
-    public let slotCapacity: Int
+    public private(set) var slotCapacity: Int
     /// Store a payload checksum with every frame, so the host can prove none is torn.
     public var checksums = false
     public private(set) var ring: RingProducer?
@@ -106,6 +106,14 @@ open class BroadcastSampleHandler {
             if case .frameTooLarge = error { return .tooLarge }
             return .ringFailed(error.description)
         }
+    }
+
+    /// Makes the ring's slots hold frames of `capacity` bytes, for a source
+    /// whose picture grew (a window resized): a ring anew, the host following.
+    open func growSlots(to capacity: Int) throws {
+        guard capacity > slotCapacity else { return }
+        try ring?.grow(slotCapacity: capacity)
+        slotCapacity = capacity
     }
 
     /// The user paused the broadcast; samples are ignored until resumed.

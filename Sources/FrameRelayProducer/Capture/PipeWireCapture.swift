@@ -24,6 +24,8 @@ public final class PipeWireCapture: FrameSource {
     private var buffer: PixelBuffer
     private let format: PixelFormat
     private var captured = false
+    /// The picture taken while starting, for the first frame.
+    private var first: SourceFrame?
     /// The desktop's cast the node belongs to (nil: a node given).
     private let cast: ScreenCastSession?
     /// Why the cast ended, once it did (the source then has no more frames).
@@ -54,6 +56,8 @@ public final class PipeWireCapture: FrameSource {
         self.width = Int(width)
         self.height = Int(height)
         buffer = try PixelBuffer(width: Int(width), height: Int(height), format: format)
+        // The first picture says the size (a window is a crop of its stream): the compositor sends one as the cast starts.
+        if fr_pw_stream_wait_picture(stream, 1000) == 1 { first = try take() }
     }
 
     deinit { fr_pw_stream_close(stream) }
@@ -80,14 +84,29 @@ public final class PipeWireCapture: FrameSource {
         if state == FR_PW_FAILED || state == FR_PW_ENDED {
             var text = [CChar](repeating: 0, count: 256)
             _ = fr_pw_stream_state(stream, &text, text.count)
+            // A node that went with its session: the desktop's word for why, when it comes with it.
+            if let cast, (try? cast.poll(waiting: 0.25)) == true {
+                ended = cast.closed
+                return nil
+            }
             if state == FR_PW_FAILED { throw SourceError.screenCast(Self.sentence(text)) }
             ended = Self.sentence(text)
             return nil
         }
-        if let cast, try cast.poll() {
+        if let cast, try cast.poll(waiting: 0) {
             ended = cast.closed
             return nil
         }
+        if let picture = first {
+            first = nil
+            return picture
+        }
+        return try take()
+    }
+
+    /// The newest picture PipeWire handed over, converted where it changed;
+    /// the picture in hand when none came.
+    private func take() throws -> SourceFrame {
         var frame = fr_pw_frame()
         guard fr_pw_stream_take(stream, &frame) == 1 else {
             // Nothing drawn since the last picture (or none yet: the first frame is the empty picture, whole).
@@ -96,7 +115,7 @@ public final class PipeWireCapture: FrameSource {
         }
         var whole = !captured || frame.damage_count < 0
         if Int(frame.width) != width || Int(frame.height) != height {
-            // A new size (a monitor changed mode): a new picture, whole.
+            // A new size (a monitor changed mode, a window was resized): a new picture, whole.
             width = Int(frame.width)
             height = Int(frame.height)
             buffer = try PixelBuffer(width: width, height: height, format: format)

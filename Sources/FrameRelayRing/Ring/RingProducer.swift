@@ -14,7 +14,7 @@ import FrameRelayFrames
 public final class RingProducer {
     public let appGroup: AppGroup
     /// Payload bytes per slot: the largest frame this ring carries.
-    public let slotCapacity: Int
+    public private(set) var slotCapacity: Int
     private let setupInfo: String
     private var segment: SharedMemorySegment
     private var header: RingHeader
@@ -287,9 +287,22 @@ public final class RingProducer {
         return nil
     }
 
+    /// Replaces the ring with one whose slots hold `capacity` bytes, for a
+    /// picture larger than any before (a window resized, a monitor's new
+    /// mode): the host finds the new segment under the same name, as after
+    /// a ring was made anew, and the next frame is its first there.
+    public func grow(slotCapacity capacity: Int) throws(RingError) {
+        guard capacity > slotCapacity else { return }
+        guard capacity < Int(Int32.max) - 8192 else { throw .badCapacity(capacity) }
+        guard !isFinished else { return }
+        slotCapacity = capacity
+        try recreate("slots grown to \(capacity) bytes", damaged: false)
+    }
+
     /// Replaces the ring with a fresh one in the announced state; the old
-    /// name is removed if it is still the old segment's.
-    private func recreate(_ reason: String) throws(RingError) {
+    /// name is removed if it is still the old segment's. `damaged`: made
+    /// anew because someone else damaged it (``recreations``).
+    private func recreate(_ reason: String, damaged: Bool = true) throws(RingError) {
         // What the host asked for (stop, a frame-rate limit) carries over, when it is a value the host could have written.
         let stop = header.stopRequested.pointee.load(ordering: .acquiring) == 1
         let rate = header.maxFrameRate.pointee.load(ordering: .acquiring)
@@ -301,7 +314,7 @@ public final class RingProducer {
         header.framesDropped.pointee.store(dropped, ordering: .relaxed)
         if stop { header.stopRequested.pointee.store(1, ordering: .releasing) }
         if rate <= RingLayout.maxRequestedFrameRate { header.maxFrameRate.pointee.store(rate, ordering: .releasing) }
-        recreations += 1
+        if damaged { recreations += 1 }
         nextFullCheck = 0
         header.wakeHost()
     }

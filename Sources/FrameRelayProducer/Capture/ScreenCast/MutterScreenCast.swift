@@ -49,9 +49,9 @@ final class MutterScreenCast: ScreenCastSession {
     func takeRemote() -> Int32 { -1 }
 
     /// Reads what the bus brought; true once Mutter closed the session.
-    func poll() throws(SourceError) -> Bool {
+    func poll(waiting timeout: Double = 0) throws(SourceError) -> Bool {
         guard closed == nil else { return true }
-        try bus.process()
+        try bus.process(timeout: timeout)
         if bus.takeSignal(path: session, member: "Closed") != nil { closed = "Mutter closed the screen cast session" }
         return closed != nil
     }
@@ -79,6 +79,7 @@ protocol ScreenCastSession: AnyObject {
     /// The PipeWire connection to read the node over (the portal's sees only
     /// the cast), or -1 for the user's own; PipeWire owns it once taken.
     func takeRemote() -> Int32
-    /// Reads what the bus brought; true once the desktop closed the cast.
-    func poll() throws(SourceError) -> Bool
+    /// Reads what the bus brought (waiting up to `timeout` seconds for
+    /// something); true once the desktop closed the cast.
+    func poll(waiting timeout: Double) throws(SourceError) -> Bool
 }

@@ -71,9 +71,9 @@ final class PortalScreenCast: ScreenCastSession {
         return remote
     }
 
-    func poll() throws(SourceError) -> Bool {
+    func poll(waiting timeout: Double = 0) throws(SourceError) -> Bool {
         guard closed == nil else { return true }
-        try bus.process()
+        try bus.process(timeout: timeout)
         if bus.takeSignal(path: session, member: "Closed") != nil { closed = "the desktop closed the screen cast session" }
         return closed != nil
     }

@@ -173,6 +173,7 @@ struct BroadcastSim: ParsableCommand {
         var warnedNoHost = false
         let startedAt = MonotonicClock.now()
         var paused = false
+        var userPaused = false
         var seenToggles = 0
         var pausedUntil: Double?
         var pauses = s.pauses.sorted { $0.at < $1.at }[...]
@@ -188,14 +189,17 @@ struct BroadcastSim: ParsableCommand {
             if let frames = s.frames, number >= frames { break }
             // Pause and resume: the schedule and SIGUSR1.
             let toggles = Signals.pauseToggles.load(ordering: .relaxed)
-            var wantPaused = paused
+            var wantPaused = userPaused
             if toggles != seenToggles { seenToggles = toggles; wantPaused.toggle(); pausedUntil = nil }
             if let next = pauses.first, elapsed >= next.at { pauses.removeFirst(); wantPaused = true; pausedUntil = next.at + next.length }
             if let until = pausedUntil, elapsed >= until { wantPaused = false; pausedUntil = nil }
-            if wantPaused != paused {
-                paused = wantPaused
+            userPaused = wantPaused
+            // A screen cast the compositor paused pauses the broadcast too.
+            let castPaused = (source as? PipeWireCapture)?.isPaused ?? false
+            if (userPaused || castPaused) != paused {
+                paused = userPaused || castPaused
                 if paused { handler.broadcastPaused() } else { handler.broadcastResumed() }
-                if !s.quiet { log(paused ? "paused" : "resumed") }
+                if !s.quiet { log(paused ? (castPaused && !userPaused ? "paused (the compositor paused the screen cast)" : "paused") : "resumed") }
             }
             if paused {
                 MonotonicClock.sleep(nanoseconds: 10_000_000)

@@ -60,6 +60,34 @@ import Testing
         #expect(!segmentExists(group))
     }
 
+    /// The source pauses its stream (as a compositor pauses a cast while
+    /// the screen is locked): the broadcast pauses with it, the host hears
+    /// paused and resumed, and frames flow again after.
+    @Test func aPausedCastPausesTheBroadcast() throws {
+        let group = uniqueGroup("castpause")
+        let run = inDesktopSession("""
+            /usr/bin/python3 '\(pipeWireSource)' BGRx 2 4 7 > $D/source.log 2>&1 & G=$!
+            for i in $(seq 50); do
+              NODE=$(pw-dump 2>/dev/null | python3 -c 'import json, sys; print(*[o["id"] for o in json.load(sys.stdin) if o.get("info", {}).get("props", {}).get("media.class") == "Video/Source"])')
+              [ -n "$NODE" ] && break; sleep 0.1
+            done
+            $FR --app-group \(group.name) --duration 7 --quiet --report $D/host.json & H=$!
+            $SIM --source screencast --pipewire-node $NODE --app-group \(group.name) --duration 6 2> $D/sim.log
+            echo "sim exit $?"; wait $H; wait $G; cat $D/sim.log $D/source.log
+            """, mutter: false)
+        #expect(run.output.contains("sim exit 0"), "\(run.output.suffix(2000))")
+        let lines = run.output.split(separator: "\n").map(String.init)
+        let paused = lines.firstIndex { $0.hasSuffix("paused (the compositor paused the screen cast)") }
+        let resumed = lines.firstIndex { $0.hasSuffix("broadcast-sim: resumed") }
+        #expect(paused != nil && resumed != nil && paused! < resumed!, "\(run.output.suffix(2000))")
+        let share = try #require(try readShareStats(run.directory + "/host.json").first, "\(run.output.suffix(2000))")
+        let kinds = share.events.map(\.kind)
+        #expect(kinds.contains("paused") && kinds.contains("resumed"), "\(kinds)")
+        // Frames came after the resume: under 2 s of the ball before the pause is at most 60 pictures.
+        #expect((share.encoded?.frames ?? 0) >= 80, "\(share.encoded.map { "\($0.frames)" } ?? "none")")
+        #expect(!segmentExists(group))
+    }
+
     /// What can go wrong before a picture comes: one line each naming it,
     /// exit 1, and nothing left in /dev/shm.
     @Test(arguments: [

@@ -54,3 +54,5 @@ public func inDesktopSession(_ script: String, pipewire: Bool = true, mutter: Bo
 
 /// The portal backend the desktop sessions run (beside this file).
 private let portalBackend = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("portal-backend.py").path
+/// A PipeWire source the tests pause and resume (beside this file).
+public let pipeWireSource = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("pipewire-source.py").path

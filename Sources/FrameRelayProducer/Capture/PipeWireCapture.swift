@@ -62,6 +62,11 @@ public final class PipeWireCapture: FrameSource {
 
     deinit { fr_pw_stream_close(stream) }
 
+    /// Whether the compositor paused the cast (a locked screen, a
+    /// suspended node): the broadcast pauses with it, as ReplayKit pauses
+    /// an extension, and resumes when pictures flow again.
+    public var isPaused: Bool { fr_pw_stream_state(stream, nil, 0) == FR_PW_PAUSED }
+
     /// Which desktop API started the cast ("portal", "mutter"), or nil for a node given.
     public var api: String? { cast.map { $0 is PortalScreenCast ? "portal" : "mutter" } }
 

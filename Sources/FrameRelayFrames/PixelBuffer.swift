@@ -16,6 +16,8 @@ public final class PixelBuffer {
     /// Plane offsets and strides.
     public let layout: PlaneLayout
     package let storage: UnsafeMutableRawPointer
+    /// Whether the buffer allocated its storage (and frees it).
+    private let owned: Bool
 
     /// A zeroed buffer of `width`×`height` in `format`. Rows are padded to
     /// `rowAlignment` bytes, as CoreVideo pads them to 64.
@@ -32,9 +34,28 @@ public final class PixelBuffer {
         self.layout = layout
         self.storage = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 64)
         storage.initializeMemory(as: UInt8.self, repeating: 0, count: size)
+        owned = true
     }
 
-    deinit { storage.deallocate() }
+    /// A buffer of `width`×`height` in `format` (rows padded to 64 bytes)
+    /// over memory someone else owns, such as a ring slot's payload: valid
+    /// only while that memory is, and never freed by the buffer.
+    package init(wrapping storage: UnsafeMutableRawPointer, width: Int, height: Int, format: PixelFormat) throws(FrameSizeError) {
+        guard format != .jpeg, (1...FrameMetadata.maxDimension).contains(width), (1...FrameMetadata.maxDimension).contains(height) else {
+            throw FrameSizeError(width: width, height: height)
+        }
+        let (layout, size) = PlaneLayout.padded(width: width, height: height, format: format, rowAlignment: 64)
+        self.width = width
+        self.height = height
+        self.format = format
+        self.capacity = size
+        self.byteCount = size
+        self.layout = layout
+        self.storage = storage
+        owned = false
+    }
+
+    deinit { if owned { storage.deallocate() } }
 
     /// Bytes a buffer of this size and format needs, without allocating one.
     public static func capacity(width: Int, height: Int, format: PixelFormat, rowAlignment: Int = 64) throws(FrameSizeError) -> Int {

@@ -18,6 +18,11 @@ public struct PixelRect: Sendable, Equatable {
     public var isEmpty: Bool { width <= 0 || height <= 0 }
     var area: Int { isEmpty ? 0 : width * height }
 
+    /// Whether every pixel of `other` is in this rectangle.
+    public func contains(_ other: PixelRect) -> Bool {
+        other.x >= x && other.y >= y && other.x + other.width <= x + width && other.y + other.height <= y + height
+    }
+
     /// The smallest rectangle holding both.
     public func union(_ other: PixelRect) -> PixelRect {
         if isEmpty { return other }
@@ -75,9 +80,10 @@ public struct PixelRegion: Sendable, Equatable {
         }
     }
 
-    /// Adds `rect` (nothing when it is empty).
+    /// Adds `rect` (nothing when it is empty or already within one of the region's rectangles).
     public mutating func add(_ rect: PixelRect) {
         guard !rect.isEmpty else { return }
+        for i in 0..<count where self[i].contains(rect) { return }
         if count < Self.maxRects {
             count += 1
             self[count - 1] = rect

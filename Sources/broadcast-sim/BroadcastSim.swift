@@ -126,8 +126,9 @@ struct BroadcastSim: ParsableCommand {
         case "file": return try Y4MFileSource(path: file!)
         case "x11": return try X11Capture(display: display)
         case "screencast":
+            // Drawn straight into the ring's slots when the format sent is the one converted to, upright.
             return try PipeWireCapture(node: pipewireNode.map { UInt32($0) }, api: cast, surface: surface, cursor: cursor,
-                                       token: RestoreToken.standard(for: surface), format: drawn)
+                                       token: RestoreToken.standard(for: surface), format: drawn, inPlace: drawn == format && orientation == .up)
         default:
             if let content = content {
                 // The models' scripts run at 30 frames/s.
@@ -217,26 +218,45 @@ struct BroadcastSim: ParsableCommand {
             // A frame slot: from a frame's interval before `deadline` to it (a screen cast's picture is taken when it comes).
             source.waitForPicture(from: deadline &- interval, until: deadline)
             let sampled = MonotonicClock.now()
-            guard let upright = try source.nextFrame(number: number) else {
+            // The frame: drawn straight into the ring's slot by a source that can (a screen cast), else a picture to send.
+            var drawing: SourceDrawing?
+            var buffer: PixelBuffer?
+            var damage = Damage.unknown
+            var capturedAt: UInt64?
+            if let drawer = source as? DrawingFrameSource, drawer.drawsInPlace {
+                drawing = try drawer.nextDrawing(number: number)
+                damage = drawing?.damage ?? .unknown
+                capturedAt = drawing?.capturedAt
+            } else if let upright = try source.nextFrame(number: number) {
+                buffer = try formatter.format(upright.picture)
+                // Where the picture changed, in upright raw pixels (a turned picture, or a JPEG's blocks, would need it mapped).
+                damage = upright.damage
+                if case .region = damage, orientation != .up || format == .jpeg { damage = .unknown }
+                capturedAt = upright.capturedAt
+            }
+            guard let geometry = drawing.map({ ($0.width, $0.height, $0.format) }) ?? buffer.map({ ($0.width, $0.height, $0.format) }) else {
                 if let cast = source as? PipeWireCapture, let why = cast.ended { stopReason = why }
                 break
             }
             // The source's time for the picture where it has one (a compositor's), never before the last frame's:
             // capture times, and the RTP timestamps made from them, only go forward.
-            let captureTime = max(upright.capturedAt ?? sampled, lastCapture &+ 1)
+            let captureTime = max(capturedAt ?? sampled, lastCapture &+ 1)
             lastCapture = captureTime
-            let buffer = try formatter.format(upright.picture)
-            // Where the picture changed, in upright raw pixels (a turned picture, or a JPEG's blocks, would need it mapped).
-            var damage = upright.damage
-            if case .region = damage, orientation != .up || format == .jpeg { damage = .unknown }
-            var result = handler.processSample(buffer, frameNumber: number, captureTime: captureTime, orientation: orientation, damage: damage)
+            func send() -> BroadcastSampleHandler.SampleResult {
+                if let drawing {
+                    return handler.processSample(drawing: drawing.width, height: drawing.height, format: drawing.format, frameNumber: number,
+                                                 captureTime: captureTime, orientation: orientation, damage: damage, draw: drawing.draw)
+                }
+                return handler.processSample(buffer!, frameNumber: number, captureTime: captureTime, orientation: orientation, damage: damage)
+            }
+            var result = send()
             if case .tooLarge = result, s.source == "screencast" {
                 // A screen cast's picture grew (a window resized, a monitor's new mode): larger slots, then the frame.
-                let capacity = try max(PixelBuffer.capacity(width: buffer.width, height: buffer.height, format: buffer.format),
-                                       PixelBuffer.capacity(width: buffer.height, height: buffer.width, format: buffer.format))
+                let capacity = try max(PixelBuffer.capacity(width: geometry.0, height: geometry.1, format: geometry.2),
+                                       PixelBuffer.capacity(width: geometry.1, height: geometry.0, format: geometry.2))
                 try handler.growSlots(to: capacity)
-                if !s.quiet { log("the picture grew to \(buffer.width)x\(buffer.height): the ring's slots now hold \(capacity) bytes") }
-                result = handler.processSample(buffer, frameNumber: number, captureTime: captureTime, orientation: orientation, damage: damage)
+                if !s.quiet { log("the picture grew to \(geometry.0)x\(geometry.1): the ring's slots now hold \(capacity) bytes") }
+                result = send()
             }
             switch result {
             case .published: published += 1
@@ -248,7 +268,7 @@ struct BroadcastSim: ParsableCommand {
                     log("ring damaged by another process (\(reason)); made a fresh one (\(recreations) so far)")
                 }
             case .stopRequested: stopReason = "host asked to stop"; break loop
-            case .tooLarge: throw UsageError("frame \(number) (\(buffer.byteCount) bytes) does not fit the ring")
+            case .tooLarge: throw UsageError("frame \(number) (\(geometry.0)x\(geometry.1) \(geometry.2)) does not fit the ring")
             case .ringFailed(let reason):
                 if reason != lastRingFailure, !s.quiet { log("frame \(number) not sent: the ring was damaged and could not be made anew: \(reason)") }
                 lastRingFailure = reason

@@ -68,6 +68,33 @@ open class BroadcastSampleHandler {
     open func processSample(
         _ buffer: PixelBuffer, frameNumber: UInt64, captureTime: UInt64, orientation: Orientation = .up, damage: Damage = .unknown
     ) -> SampleResult {
+        process(frameNumber: frameNumber, captureTime: captureTime, damage: damage) { ring, damage, pictureFrame throws(RingError) in
+            try ring.publish(buffer, frameNumber: frameNumber, captureTime: captureTime, orientation: orientation, checksum: checksums,
+                             damage: damage, pictureFrame: pictureFrame)
+        }
+    }
+
+    /// One captured frame drawn straight into the ring's free slot (no copy
+    /// of the picture in between): `draw` as
+    /// ``RingProducer/publish(drawing:height:format:frameNumber:captureTime:orientation:checksum:damage:pictureFrame:draw:)``
+    /// takes it, called only when the frame is published (not while paused or throttled).
+    @discardableResult
+    open func processSample(
+        drawing width: Int, height: Int, format: PixelFormat, frameNumber: UInt64, captureTime: UInt64, orientation: Orientation = .up,
+        damage: Damage = .unknown, draw: (PixelBuffer, RingSlot) -> Bool
+    ) -> SampleResult {
+        process(frameNumber: frameNumber, captureTime: captureTime, damage: damage) { ring, damage, pictureFrame throws(RingError) in
+            try ring.publish(drawing: width, height: height, format: format, frameNumber: frameNumber, captureTime: captureTime,
+                             orientation: orientation, checksum: checksums, damage: damage, pictureFrame: pictureFrame, draw: draw)
+        }
+    }
+
+    /// What both kinds of sample share: what changed since the last one
+    /// published, pausing, the host's stop and frame-rate requests; then `publish`.
+    private func process(
+        frameNumber: UInt64, captureTime: UInt64, damage: Damage,
+        publish: (RingProducer, Damage, UInt64?) throws(RingError) -> Publication
+    ) -> SampleResult {
         // What this sample changed since the last one published, with those left out on the way.
         var region = unpublished
         var changes = true
@@ -94,9 +121,12 @@ open class BroadcastSampleHandler {
         let start = MonotonicClock.now()
         defer { maxSampleNanoseconds = max(maxSampleNanoseconds, MonotonicClock.now() &- start) }
         do {
-            let publication = try ring.publish(
-                buffer, frameNumber: frameNumber, captureTime: captureTime, orientation: orientation, checksum: checksums,
-                damage: region.map(Damage.within) ?? .unknown, pictureFrame: pictureFrame)
+            let publication = try publish(ring, region.map(Damage.within) ?? .unknown, pictureFrame)
+            guard publication.published else {
+                // Not drawn: the host compares the next frame whole.
+                unpublished = nil
+                return .ignored
+            }
             unpublished = PixelRegion()
             lastPublishedCapture = captureTime
             if let reason = publication.ringRecreated { return .publishedToNewRing(reason) }

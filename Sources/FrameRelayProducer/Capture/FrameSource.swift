@@ -2,6 +2,7 @@
 /// screen, a video file, a desktop capture.
 import FrameRelayFrames
 import FrameRelaySystem
+import FrameRelayRing
 
 public protocol FrameSource: AnyObject {
     /// The upright picture size.
@@ -36,5 +37,38 @@ public struct SourceFrame {
         self.picture = picture
         self.damage = damage
         self.capturedAt = capturedAt
+    }
+}
+
+/// A source that can draw its pictures straight into the ring's free slot
+/// (a screen cast: the compositor's picture converted once, into the
+/// memory the host reads), keeping no picture of its own.
+public protocol DrawingFrameSource: FrameSource {
+    /// Whether it was made to draw in place (else ``FrameSource/nextFrame(number:)`` serves).
+    var drawsInPlace: Bool { get }
+    /// The next frame, to be drawn where the producer says; nil at the end of the source.
+    func nextDrawing(number: UInt64) throws -> SourceDrawing?
+}
+
+/// A frame a ``DrawingFrameSource`` draws into a ring slot.
+public struct SourceDrawing {
+    public let width: Int
+    public let height: Int
+    public let format: PixelFormat
+    /// What changed since the frame before, as ``SourceFrame/damage``.
+    public let damage: Damage
+    public let capturedAt: UInt64?
+    /// Draws the picture into `target` (the slot's payload, of this geometry):
+    /// only what changed since the picture the slot holds. False when it could not.
+    public let draw: (_ target: PixelBuffer, _ slot: RingSlot) -> Bool
+
+    public init(width: Int, height: Int, format: PixelFormat, damage: Damage, capturedAt: UInt64?,
+                draw: @escaping (_ target: PixelBuffer, _ slot: RingSlot) -> Bool) {
+        self.width = width
+        self.height = height
+        self.format = format
+        self.damage = damage
+        self.capturedAt = capturedAt
+        self.draw = draw
     }
 }

@@ -1,6 +1,7 @@
 internal import CPipeWireStream
 import FrameRelaySystem
 import FrameRelayFrames
+import FrameRelayRing
 
 /// Captures a Wayland desktop from a PipeWire screen cast: the node the
 /// desktop's portal (``PortalScreenCast``) or a Mutter ScreenCast session
@@ -12,20 +13,39 @@ import FrameRelayFrames
 /// picture in hand with ``Damage/none``. The compositor casts only when
 /// something was drawn, so a still desktop costs nothing.
 ///
-/// Memory: the sample buffer is kept in the format the producer sends
-/// (NV12 or I420 when nothing else is to be done), converted straight from
-/// PipeWire's buffer a band of rows at a time, and only that band is mapped:
-/// none of the compositor's pictures (22 MB each at 2732×2048) stays resident here.
-public final class PipeWireCapture: FrameSource {
+/// Memory: when the producer sends the format converted to, upright, each
+/// picture is drawn straight into the ring's free slot (``nextDrawing(number:)``):
+/// only what changed since the picture that slot holds (``DamageHistory``),
+/// converted from PipeWire's buffer a band of rows at a time with only that
+/// band mapped. So the producer keeps no picture of its own and none of the
+/// compositor's (22 MB each at 2732×2048) stays resident; the picture the
+/// host reads is the one converted from the compositor's, with no copy between.
+public final class PipeWireCapture: DrawingFrameSource {
     public private(set) var width: Int
     public private(set) var height: Int
+    /// Whether the producer draws the pictures straight into the ring's
+    /// slots (``nextDrawing(number:)``), keeping none of its own.
+    public let drawsInPlace: Bool
     private let stream: OpaquePointer
-    /// The picture in the format it is kept in (I420, NV12 or BGRA).
-    private var buffer: PixelBuffer
+    /// The format pictures are converted to (I420, NV12 or BGRA).
     private let format: PixelFormat
-    private var captured = false
-    /// The picture taken while starting, for the first frame.
-    private var first: SourceFrame?
+    /// The pictures taken so far (the newest is `history.newest`; 0: none
+    /// yet), and what each of the last few changed.
+    private var history = DamageHistory()
+    /// The newest picture's row stride in PipeWire's buffer.
+    private var heldStride = 0
+    /// Whether a frame was given out yet (the first says all of it is new).
+    private var announced = false
+    /// The picture kept for ``nextFrame(number:)``, and which one it holds.
+    private var buffer: PixelBuffer?
+    private var bufferHolds: UInt64?
+    /// Which picture each ring slot holds, at which size (``nextDrawing(number:)``).
+    private var slotHolds: [RingSlot: (picture: UInt64, size: (Int, Int))] = [:]
+    /// A black BGRx row, for the empty picture before the first.
+    private var black: UnsafeMutableRawPointer?
+    private var blackBytes = 0
+    /// What the picture taken while starting changed, for the first frame.
+    private var first: (damage: Damage, capturedAt: UInt64?)?
     /// The desktop's cast the node belongs to (nil: a node given).
     private let cast: ScreenCastSession?
     /// Why the cast ended, once it did (the source then has no more frames).
@@ -36,11 +56,13 @@ public final class PipeWireCapture: FrameSource {
 
     /// Casts a monitor or a window through `api` (`node` nil; the portal
     /// keeps its restore token in `token`) or reads PipeWire node `node`,
-    /// keeping the picture in `format` (I420, NV12 or BGRA).
+    /// converting pictures to `format` (I420, NV12 or BGRA), drawn into the
+    /// ring's slots when `inPlace`, else into a picture of its own.
     public init(node: UInt32? = nil, api: ScreenCastAPI = .auto, surface: ScreenCastSurface = .monitor, cursor: ScreenCastCursor = .embedded,
-                token: RestoreToken? = nil, format: PixelFormat = .bgra, timeout: Double = 5) throws {
+                token: RestoreToken? = nil, format: PixelFormat = .bgra, inPlace: Bool = false, timeout: Double = 5) throws {
         precondition([.i420, .nv12, .bgra].contains(format), "a screen cast's picture is I420, NV12 or BGRA")
         self.format = format
+        drawsInPlace = inPlace
         cast = node == nil ? try api.start(surface: surface, cursor: cursor, token: token) : nil
         let id = node ?? cast!.node
         var text = [CChar](repeating: 0, count: 256)
@@ -55,12 +77,14 @@ public final class PipeWireCapture: FrameSource {
         }
         self.width = Int(width)
         self.height = Int(height)
-        buffer = try PixelBuffer(width: Int(width), height: Int(height), format: format)
         // The first picture says the size (a window is a crop of its stream): the compositor sends one as the cast starts.
-        if fr_pw_stream_wait_picture(stream, 1000) == 1 { first = try take() }
+        if fr_pw_stream_wait_picture(stream, 1000) == 1 { first = take() }
     }
 
-    deinit { fr_pw_stream_close(stream) }
+    deinit {
+        fr_pw_stream_close(stream)
+        black?.deallocate()
+    }
 
     /// Whether the compositor paused the cast (a locked screen, a
     /// suspended node): the broadcast pauses with it, as ReplayKit pauses
@@ -83,6 +107,35 @@ public final class PipeWireCapture: FrameSource {
     }
 
     public func nextFrame(number: UInt64) throws -> SourceFrame? {
+        guard let change = try advance() else { return nil }
+        if buffer.map({ $0.width != width || $0.height != height }) ?? true {
+            buffer = try PixelBuffer(width: width, height: height, format: format)
+            bufferHolds = nil
+        }
+        let picture = buffer!
+        guard bufferHolds == history.newest || update(picture, holding: bufferHolds) else {
+            // Only partly converted: what is in hand, unknown in part.
+            bufferHolds = nil
+            return SourceFrame(picture, damage: .unknown)
+        }
+        bufferHolds = history.newest
+        return SourceFrame(picture, damage: change.damage, capturedAt: change.capturedAt)
+    }
+
+    public func nextDrawing(number: UInt64) throws -> SourceDrawing? {
+        guard let change = try advance() else { return nil }
+        return SourceDrawing(width: width, height: height, format: format, damage: change.damage, capturedAt: change.capturedAt) { target, slot in
+            // The slot holds the picture last drawn there (when it is of this size): only what changed since is drawn.
+            let held = self.slotHolds[slot].flatMap { $0.size == (self.width, self.height) ? $0.picture : nil }
+            let drawn = self.update(target, holding: held)
+            self.slotHolds[slot] = drawn ? (self.history.newest, (self.width, self.height)) : nil
+            return drawn
+        }
+    }
+
+    /// The cast's state, then the newest picture PipeWire handed over (its
+    /// size and what changed, kept in ``history``); nil when the cast ended.
+    private func advance() throws -> (damage: Damage, capturedAt: UInt64?)? {
         guard ended == nil else { return nil }
         // The state alone each frame; its sentence only when it ended.
         let state = fr_pw_stream_state(stream, nil, 0)
@@ -102,75 +155,91 @@ public final class PipeWireCapture: FrameSource {
             ended = cast.closed
             return nil
         }
-        if let picture = first {
+        if let change = first {
             first = nil
-            return picture
+            return change
         }
-        return try take()
+        return take()
     }
 
-    /// The newest picture PipeWire handed over, converted where it changed;
-    /// the picture in hand when none came.
-    private func take() throws -> SourceFrame {
+    /// Takes the newest picture PipeWire handed over, if one came: its size,
+    /// and what changed since the picture before.
+    private func take() -> (damage: Damage, capturedAt: UInt64?) {
         var frame = fr_pw_frame()
         guard fr_pw_stream_take(stream, &frame) == 1 else {
             // Nothing drawn since the last picture (or none yet: the first frame is the empty picture, whole).
-            defer { captured = true }
-            return SourceFrame(buffer, damage: captured ? .none : .unknown)
+            defer { announced = true }
+            return (announced ? .none : .unknown, nil)
         }
-        var whole = !captured || frame.damage_count < 0
+        announced = true
+        heldStride = Int(frame.stride)
+        var region: PixelRegion?
         if Int(frame.width) != width || Int(frame.height) != height {
-            // A new size (a monitor changed mode, a window was resized): a new picture, whole.
+            // A new size (a monitor changed mode, a window was resized): a new picture, all of it.
             width = Int(frame.width)
             height = Int(frame.height)
-            buffer = try PixelBuffer(width: width, height: height, format: format)
-            whole = true
+            slotHolds.removeAll()
+            bufferHolds = nil
+        } else if history.newest > 0, frame.damage_count >= 0 {
+            var changed = PixelRegion()
+            withUnsafeBytes(of: frame.damage) { raw in
+                let rects = raw.bindMemory(to: fr_pw_rect.self)
+                for i in 0..<Int(frame.damage_count) {
+                    let r = rects[i]
+                    // Clipped to the picture, to even edges (the formats the host converts to are 2×2 subsampled).
+                    let x = max(0, Int(r.x)), y = max(0, Int(r.y))
+                    let rect = PixelRect(x: x, y: y, width: min(width, Int(r.x) + Int(r.width)) - x, height: min(height, Int(r.y) + Int(r.height)) - y)
+                    guard !rect.isEmpty else { continue }
+                    changed.add(rect.evenEdges(width: width, height: height))
+                }
+            }
+            region = changed
         }
-        captured = true
+        history.add(region)
         // The compositor's time for the picture, where it is one of this clock's last second.
         let now = MonotonicClock.now()
         let made = frame.pts > 0 && UInt64(frame.pts) <= now && now - UInt64(frame.pts) < 1_000_000_000 ? UInt64(frame.pts) : nil
-        if whole {
-            guard convert(PixelRect(x: 0, y: 0, width: width, height: height), stride: Int(frame.stride)) else { return lost() }
-            return SourceFrame(buffer, damage: .unknown, capturedAt: made)
-        }
-        var region = PixelRegion()
-        withUnsafeBytes(of: frame.damage) { raw in
-            let rects = raw.bindMemory(to: fr_pw_rect.self)
-            for i in 0..<Int(frame.damage_count) {
-                let r = rects[i]
-                // Clipped to the picture, to even edges (the formats the host converts to are 2×2 subsampled).
-                let x = max(0, Int(r.x)), y = max(0, Int(r.y))
-                let rect = PixelRect(x: x, y: y, width: min(width, Int(r.x) + Int(r.width)) - x, height: min(height, Int(r.y) + Int(r.height)) - y)
-                guard !rect.isEmpty else { continue }
-                region.add(rect.evenEdges(width: width, height: height))
-            }
-        }
-        for i in 0..<region.count {
-            guard convert(region[i], stride: Int(frame.stride)) else { return lost() }
-        }
-        return SourceFrame(buffer, damage: .within(region), capturedAt: made)
+        return (region.map(Damage.within) ?? .unknown, made)
     }
 
-    /// Converts `rect` (even edges) of the picture taken into the sample
-    /// buffer, a band of rows at a time; false when its rows could not be
-    /// mapped (the stream renegotiated under the take).
-    private func convert(_ rect: PixelRect, stride: Int) -> Bool {
+    /// Brings `target` (a picture of the current size) from picture
+    /// `holding` (nil: unknown) up to the newest: the rectangles that changed
+    /// since, or all of it, converted from PipeWire's buffer. False when the
+    /// buffer could not be mapped (the stream renegotiated under the take).
+    private func update(_ target: PixelBuffer, holding: UInt64?) -> Bool {
+        guard history.newest > 0 else {
+            // No picture yet: the empty one, black.
+            PixelConversion.convert(bgrx: blackRow(width), stride: 0, into: target, at: PixelRect(x: 0, y: 0, width: width, height: height))
+            return true
+        }
+        guard let needed = history.changed(since: holding) else { return convert(PixelRect(x: 0, y: 0, width: width, height: height), into: target) }
+        for i in 0..<needed.count where !convert(needed[i], into: target) { return false }
+        return true
+    }
+
+    /// Converts `rect` (even edges) of the picture taken into `target`, a
+    /// band of rows at a time; false when its rows could not be mapped.
+    private func convert(_ rect: PixelRect, into target: PixelBuffer) -> Bool {
         var y = rect.y
         while y < rect.y + rect.height {
             let rows = min(Self.band, rect.y + rect.height - y)
             guard let row = fr_pw_stream_rows(stream, Int32(y), Int32(rows)) else { return false }
-            PixelConversion.convert(bgrx: UnsafeRawPointer(row) + rect.x * 4, stride: stride, into: buffer,
+            PixelConversion.convert(bgrx: UnsafeRawPointer(row) + rect.x * 4, stride: heldStride, into: target,
                                     at: PixelRect(x: rect.x, y: y, width: rect.width, height: rows))
             y += rows
         }
         return true
     }
 
-    /// A picture only partly converted: what is in hand, unknown in part; the next one is taken whole.
-    private func lost() -> SourceFrame {
-        captured = false
-        return SourceFrame(buffer, damage: .unknown)
+    /// A black BGRx row at least `width` pixels long (the empty picture's every row).
+    private func blackRow(_ width: Int) -> UnsafeRawPointer {
+        if blackBytes < width * 4 {
+            black?.deallocate()
+            blackBytes = width * 4
+            black = UnsafeMutableRawPointer.allocate(byteCount: blackBytes, alignment: 16)
+            black!.initializeMemory(as: UInt8.self, repeating: 0, count: blackBytes)
+        }
+        return UnsafeRawPointer(black!)
     }
 }
 

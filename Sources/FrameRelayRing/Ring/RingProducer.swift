@@ -36,6 +36,8 @@ public final class RingProducer {
     private var lastChanged = PixelRegion()
     /// Rings this producer made anew after finding its own corrupted, unlinked or shrunk.
     public private(set) var recreations = 0
+    /// Counts every ring this producer made (``RingSlot/ring``): a slot of a ring made since holds nothing drawn.
+    private var generation = 0
 
     /// Creates the ring of `appGroup` with room for frames of up to
     /// `slotCapacity` bytes, reclaiming a stale segment of a dead producer
@@ -174,6 +176,58 @@ public final class RingProducer {
         orientation: Orientation = .up, checksum: Bool = false, damage: Damage = .unknown, pictureFrame: UInt64? = nil
     ) throws(RingError) -> Publication {
         let bytes = buffer.byteCount
+        return try publish(
+            width: buffer.width, height: buffer.height, format: buffer.format, layout: buffer.layout, bytes: bytes, frameNumber: frameNumber,
+            captureTime: captureTime, orientation: orientation, checksum: checksum, damage: damage, pictureFrame: pictureFrame
+        ) { payload, _ in
+            // Non-temporal: the producer never reads the frame again (and the
+            // host reads it on another core), so the copy need not pass through this core's cache.
+            cmem_stream_copy(payload, buffer.storage, bytes)
+            return true
+        }
+    }
+
+    /// Publishes a frame of `width`×`height` in `format` drawn straight into
+    /// the free slot: `draw` gets the slot's payload as a buffer of that
+    /// geometry, and which slot it is (``RingSlot``: the same slot again holds
+    /// what was last drawn there, so a capturer need only draw what changed
+    /// since, as a compositor redraws a buffer by its age). No copy: the
+    /// picture the host reads is the one drawn. When `draw` returns false
+    /// (it could not), nothing is published (``Publication/published``).
+    /// Otherwise as ``publish(_:frameNumber:captureTime:orientation:checksum:damage:pictureFrame:)``.
+    @discardableResult
+    public func publish(
+        drawing width: Int, height: Int, format: PixelFormat, frameNumber: UInt64, captureTime: UInt64,
+        orientation: Orientation = .up, checksum: Bool = false, damage: Damage = .unknown, pictureFrame: UInt64? = nil,
+        draw: (PixelBuffer, RingSlot) -> Bool
+    ) throws(RingError) -> Publication {
+        precondition(format != .jpeg, "a JPEG is encoded, not drawn in place")
+        // The planes as a PixelBuffer of that geometry lays them out.
+        let (layout, bytes) = PlaneLayout.padded(width: width, height: height, format: format, rowAlignment: 64)
+        return try publish(
+            width: width, height: height, format: format, layout: layout, bytes: bytes, frameNumber: frameNumber, captureTime: captureTime,
+            orientation: orientation, checksum: checksum, damage: damage, pictureFrame: pictureFrame
+        ) { payload, slot in
+            let key = slot.index
+            if slotBuffers[key].map({ $0.storage != payload || $0.width != width || $0.height != height || $0.format != format }) ?? true {
+                // One wrapper a slot, made again only for a new ring or geometry: no allocation a frame.
+                guard let wrapper = try? PixelBuffer(wrapping: payload, width: width, height: height, format: format) else { return false }
+                slotBuffers[key] = wrapper
+            }
+            return draw(slotBuffers[key]!, slot)
+        }
+    }
+
+    /// The buffers over each slot's payload that frames are drawn into (``publish(drawing:height:format:frameNumber:captureTime:orientation:checksum:damage:pictureFrame:draw:)``).
+    private var slotBuffers: [Int: PixelBuffer] = [:]
+
+    /// Publishes the frame `write` puts into the free slot's payload (`bytes`
+    /// bytes, planes as `layout` says); false from `write`: nothing published.
+    private func publish(
+        width: Int, height: Int, format: PixelFormat, layout: PlaneLayout, bytes: Int, frameNumber: UInt64, captureTime: UInt64,
+        orientation: Orientation, checksum: Bool, damage: Damage, pictureFrame: UInt64?,
+        write: (UnsafeMutableRawPointer, RingSlot) -> Bool
+    ) throws(RingError) -> Publication {
         guard bytes <= slotCapacity else { throw .frameTooLarge(bytes: bytes, capacity: slotCapacity) }
         // Finished: the ring's name is gone on purpose, and no new ring may outlive the broadcast.
         guard !isFinished else { return Publication() }
@@ -184,7 +238,7 @@ public final class RingProducer {
         }
         let repeatsPrevious = damage == .none
         let changed: PixelRegion? = if case .region(let region) = damage { region } else { nil }
-        let geometry = (width: buffer.width, height: buffer.height, format: buffer.format, orientation: orientation)
+        let geometry = (width: width, height: height, format: format, orientation: orientation)
         let sameGeometry = pictureGeometry.map { $0 == geometry } ?? false
         let previous = picture
         if !repeatsPrevious || !sameGeometry { picture &+= 1 }
@@ -207,14 +261,17 @@ public final class RingProducer {
         for attempt in 0..<2 {
             let slot = segment.base + RingLayout.slotOffset(producerSlot, capacity: slotCapacity)
             let payload = slot + SlotHeader.byteCount
-            // Non-temporal: the producer never reads the frame again (and the
-            // host reads it on another core), so the copy need not pass through this core's cache.
-            cmem_stream_copy(payload, buffer.storage, bytes)
+            guard write(payload, RingSlot(ring: generation, index: producerSlot)) else {
+                // Not drawn: nothing published, and the next frame names no picture before it.
+                pictureGeometry = nil
+                publication.published = false
+                return publication
+            }
             let sum = checksum ? FrameChecksum.of(UnsafeRawBufferPointer(start: payload, count: bytes)) : 0
             let metadata = FrameMetadata(
                 frameNumber: frameNumber, captureTime: captureTime, publishTime: MonotonicClock.now(), checksum: sum, picture: picture,
-                changedSince: changedSince, changed: region, pictureFrame: pictureFrame, width: buffer.width, height: buffer.height, format: buffer.format, orientation: orientation,
-                payloadSize: bytes, planes: buffer.layout)
+                changedSince: changedSince, changed: region, pictureFrame: pictureFrame, width: width, height: height, format: format, orientation: orientation,
+                payloadSize: bytes, planes: layout)
             SlotHeader.store(metadata, to: slot)
             if segment.faults == 0, let replaced = publishSlot() {
                 publication.replacedUntaken = replaced
@@ -315,6 +372,8 @@ public final class RingProducer {
         if stop { header.stopRequested.pointee.store(1, ordering: .releasing) }
         if rate <= RingLayout.maxRequestedFrameRate { header.maxFrameRate.pointee.store(rate, ordering: .releasing) }
         if damaged { recreations += 1 }
+        generation += 1
+        slotBuffers.removeAll()
         nextFullCheck = 0
         header.wakeHost()
     }

@@ -79,6 +79,7 @@ struct Bench: ParsableCommand {
         try runner.run("ring.write") { try producerWriteCost(quick: runner.quick) }
         try runner.run("ring.handoff") { try handoffBetweenProcesses(quick: runner.quick) }
         try runner.run("producer.peak_rss") { try producerPeakRSS(quick: runner.quick) }
+        try runner.run("capture") { try captureBenchmarks(quick: runner.quick) }
         try runner.run("encode") { try encodeBenchmarks(quick: runner.quick, clip: clip) }
         try runner.run("stream") { try streamingBenchmarks(quick: runner.quick, clip: clip) }
         try runner.run("content") { try contentBenchmarks(quick: runner.quick, clip: clip, wants: runner.wants) }

@@ -182,6 +182,9 @@ struct BroadcastSim: ParsableCommand {
         var lastRingFailure: String?
         var lastHost: Int32?
         var lastCapture: UInt64 = 0
+        /// CPU used when the first frame was done, and frames since.
+        var cpuAtFirstFrame: Double?
+        var framesSinceFirst: UInt64 = 0
 
         loop: while true {
             if Signals.stops.load(ordering: .relaxed) > 0 { stopReason = "signal"; break }
@@ -286,6 +289,7 @@ struct BroadcastSim: ParsableCommand {
                 warnedNoHost = true
                 log("no host has taken a frame from \(s.appGroup) in 3 s: is frame-relay running with --app-group \(s.appGroup)? (frames are dropped until one attaches)")
             }
+            if cpuAtFirstFrame == nil { cpuAtFirstFrame = processCPUMicros() } else { framesSinceFirst += 1 }
             number += 1
             deadline &+= interval
             let now = MonotonicClock.now()
@@ -300,7 +304,8 @@ struct BroadcastSim: ParsableCommand {
                 frames: number, written: counters.written, dropped: counters.dropped, takenByHost: taken,
                 throttled: handler.throttled, maxSampleMicros: Double(handler.maxSampleNanoseconds) / 1000,
                 peakRSSBytes: peakRSSBytes(), stopReason: stopReason, slotCapacity: handler.slotCapacity,
-                ringsRecreated: handler.ring?.recreations ?? 0)
+                ringsRecreated: handler.ring?.recreations ?? 0,
+                cpuPerFrameMicros: framesSinceFirst > 0 ? (processCPUMicros() - cpuAtFirstFrame!) / Double(framesSinceFirst) : 0)
             try OutputFile.write(String(decoding: try JSONEncoder().encode(stats), as: UTF8.self), to: path)
         }
         return 0

@@ -289,7 +289,7 @@ struct BroadcastSim: ParsableCommand {
                 warnedNoHost = true
                 log("no host has taken a frame from \(s.appGroup) in 3 s: is frame-relay running with --app-group \(s.appGroup)? (frames are dropped until one attaches)")
             }
-            if cpuAtFirstFrame == nil { cpuAtFirstFrame = processCPUMicros() } else { framesSinceFirst += 1 }
+            if cpuAtFirstFrame == nil { cpuAtFirstFrame = Processor.processCPUSeconds() * 1e6 } else { framesSinceFirst += 1 }
             number += 1
             deadline &+= interval
             let now = MonotonicClock.now()
@@ -305,7 +305,7 @@ struct BroadcastSim: ParsableCommand {
                 throttled: handler.throttled, maxSampleMicros: Double(handler.maxSampleNanoseconds) / 1000,
                 peakRSSBytes: peakRSSBytes(), stopReason: stopReason, slotCapacity: handler.slotCapacity,
                 ringsRecreated: handler.ring?.recreations ?? 0,
-                cpuPerFrameMicros: framesSinceFirst > 0 ? (processCPUMicros() - cpuAtFirstFrame!) / Double(framesSinceFirst) : 0)
+                cpuPerFrameMicros: framesSinceFirst > 0 ? (Processor.processCPUSeconds() * 1e6 - cpuAtFirstFrame!) / Double(framesSinceFirst) : 0)
             try OutputFile.write(String(decoding: try JSONEncoder().encode(stats), as: UTF8.self), to: path)
         }
         return 0

@@ -1,4 +1,3 @@
-@preconcurrency import Glibc
 import FoundationEssentials
 
 /// Counters written by --report.
@@ -18,13 +17,6 @@ struct ProducerStats: Codable {
     /// after the first, in µs: what capturing and publishing a frame costs,
     /// without the start (a screen cast's D-Bus and PipeWire set-up).
     var cpuPerFrameMicros: Double
-}
-
-/// CPU time this process has used, every thread, in µs.
-func processCPUMicros() -> Double {
-    var usage = rusage()
-    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
-    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e6 + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec)
 }
 
 /// VmHWM: the most resident memory this process has had, ring mapping included.

@@ -171,6 +171,25 @@ import Testing
         #expect(!segmentExists(group))
     }
 
+    /// Ctrl-C while the desktop's chooser is open (a portal's Start can wait
+    /// minutes for the user) ends the producer at once, in one line.
+    @Test func aStopWhileTheChooserIsOpenEndsAtOnce() throws {
+        let group = uniqueGroup("portalwait")
+        let run = inDesktopSession("""
+            $SIM --source screencast --cast portal --app-group \(group.name) --duration 30 2> $D/sim.log & S=$!
+            sleep 2
+            kill -INT $S
+            START=$(date +%s%N)
+            wait $S; echo "sim exit $? after $(( ($(date +%s%N) - START) / 1000000 )) ms"
+            cat $D/sim.log
+            """, portal: "never")
+        let ended = run.output.split(separator: "\n").first { $0.contains("sim exit") }.map(String.init) ?? ""
+        #expect(ended.hasPrefix("sim exit 1") && (Int(ended.split(separator: " ")[4]) ?? 9999) < 1000, "\(run.output.suffix(1500))")
+        let lines = run.output.split(separator: "\n").filter { $0.hasPrefix("broadcast-sim:") }
+        #expect(lines.count == 1 && lines[0].contains("stopped by a signal before the desktop started the cast"), "\(lines)")
+        #expect(!segmentExists(group))
+    }
+
     /// The user stops sharing from the desktop (the portal closes the
     /// session): the broadcast ends at once with one line, its ring gone.
     @Test func thePortalClosingTheSessionEndsTheBroadcast() throws {

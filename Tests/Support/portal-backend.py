@@ -14,6 +14,7 @@ OpenPipeWireRemote's PipeWire connection) runs as it does on a desktop.
 CHOICE says what the chooser does:
   pick           the monitor (or the focused window) is picked
   cancel         the user cancels the chooser
+  never          the chooser stays open: Start is never answered
   restore-only   cancels unless SelectSources brought the restore data
                  of an earlier cast (the chooser was skipped)
   close-after=S  picks, then the session closes S seconds after Start
@@ -113,6 +114,9 @@ class ScreenCast(dbus.service.Object):
                          async_callbacks=("reply", "error"))
     def Start(self, handle, session_handle, app_id, parent_window, options, reply, error):
         session = self.sessions[str(session_handle)]
+        if self.choice == "never":
+            log("Start: the chooser stays open")
+            return
         if self.choice == "cancel" or (self.choice == "restore-only" and not session.restored):
             log("Start: the chooser was cancelled")
             reply(dbus.UInt32(1), dbus.Dictionary({}, signature="sv"))

@@ -233,11 +233,13 @@ final class SessionBus {
         return received.remove(at: index).message
     }
 
-    /// Waits up to `timeout` seconds for signal `member` from `path`.
+    /// Waits up to `timeout` seconds for signal `member` from `path`; a
+    /// stop signal (Ctrl-C) ends the wait at once (a chooser can wait minutes).
     func waitForSignal(path: String, member: String, timeout: Double) throws(SourceError) -> Message? {
         let deadline = MonotonicClock.now() + UInt64(timeout * 1e9)
         while true {
             if let message = takeSignal(path: path, member: member) { return message }
+            if Signals.stops.load(ordering: .relaxed) > 0 { throw .screenCast("stopped by a signal before the desktop started the cast") }
             let left = Double(Int64(bitPattern: deadline &- MonotonicClock.now())) / 1e9
             guard left > 0 else { return nil }
             try process(timeout: min(left, 0.25))

@@ -33,7 +33,7 @@ func captureBenchmarks(quick: Bool) throws -> [BenchmarkResult] {
     results.append(BenchmarkResult(name: "capture.720p30.screencast.still_to_moving_host_cpu_ratio", unit: "x", value: still / moving,
                                    extra: "host CPU a second: \(fixed(still * 1000, 0)) ms still (from 5 s in), \(fixed(moving * 1000, 0)) ms moving", atMost: 0.05))
     let typing = try desktop.encoded("typing")
-    results.append(BenchmarkResult(name: "capture.720p30.typing.macroblocks_per_partial_frame", unit: "MB", value: typing.macroblocksPerPartial,
+    results.append(BenchmarkResult(name: "capture.720p30.typing.macroblocks_per_partial_frame", unit: "macroblocks", value: typing.macroblocksPerPartial,
                                    extra: "of 3600; \(typing.partial) partial frames"))
     desktop.remove()
 

@@ -69,7 +69,7 @@ if [[ $wayland == *[a-z]* ]]; then
   export bin out fps seconds size caps wayland
   dbus-run-session -- bash -c '
     set -euo pipefail
-    export XDG_RUNTIME_DIR="$out/run" WAYLAND_DISPLAY=wayland-0
+    export XDG_RUNTIME_DIR="$out/run" WAYLAND_DISPLAY=wayland-0 XDG_STATE_HOME="$out/state" XDG_DATA_HOME="$out/data" XDG_CONFIG_HOME="$out/config"
     mkdir -m 700 "$XDG_RUNTIME_DIR"
     pipewire > "$out/pipewire.log" 2>&1 & desktop=$!
     for _ in $(seq 50); do [ -S "$XDG_RUNTIME_DIR/pipewire-0" ] && break; sleep 0.1; done

@@ -28,7 +28,7 @@ struct BroadcastSim: ParsableCommand {
         return text
     })
     var appGroup = AppGroup.defaultName
-    @Option("source", "KIND", help: "pattern (synthetic screen), file (Y4M), x11 (X desktop capture), or screencast (a Wayland desktop: Mutter's ScreenCast, or --pipewire-node).", default: "pattern", transform: { text in
+    @Option("source", "KIND", help: "pattern (synthetic screen), file (Y4M), x11 (X desktop capture), or screencast (a Wayland desktop cast through PipeWire: see --cast, --pipewire-node).", default: "pattern", transform: { text in
         guard ["pattern", "file", "x11", "screencast"].contains(text) else { throw UsageError("invalid --source \"\(text)\": one of pattern, file, x11, screencast") }
         return text
     })
@@ -43,23 +43,23 @@ struct BroadcastSim: ParsableCommand {
     @Option("content-start", "SECONDS", in: 0...3600, help: "Start the --content model's script this far in (mixed: a minute of phases).") var contentStart = 0.0
     @Option("file", "PATH", help: "Y4M file for --source file (loops at its end).") var file: String?
     @Option("display", "DISPLAY", help: "X display for --source x11 (default $DISPLAY).") var display: String?
-    @Option("pipewire-node", "ID", in: 0...UInt64(UInt32.max - 1), help: "For --source screencast: read this PipeWire node, one another tool opened (default: cast the primary monitor through Mutter).")
+    @Option("pipewire-node", "ID", in: 0...UInt64(UInt32.max - 1), help: "For --source screencast: read this PipeWire node, one another tool opened (pw-dump or pw-cli ls Node list them), instead of starting a cast.")
     var pipewireNode: UInt64?
-    @Option("cast", "API", help: "For --source screencast: who starts the cast: portal (xdg-desktop-portal: any desktop; its chooser asks once, then a restore token under $XDG_STATE_HOME/frame-relay is used), mutter (GNOME's own API, no dialog), auto (mutter on GNOME, else portal).", transform: { text in
+    @Option("cast", "API", help: "For --source screencast: who starts the cast: portal (xdg-desktop-portal: any desktop; its chooser asks once, then a restore token under $XDG_STATE_HOME/frame-relay is used), mutter (GNOME's own API, no dialog), auto (mutter on GNOME, else portal).", default: "auto", transform: { text in
         guard let api = ScreenCastAPI(rawValue: text) else {
             throw UsageError("invalid --cast \"\(text)\": one of " + ScreenCastAPI.allCases.map(\.rawValue).joined(separator: ", "))
         }
         return api
     })
     var cast = ScreenCastAPI.auto
-    @Option("surface", "KIND", help: "For --source screencast: what to cast: monitor or window (the portal's chooser offers them; Mutter casts the focused window).", transform: { text in
+    @Option("surface", "KIND", help: "For --source screencast: what to cast: monitor or window (the portal's chooser offers them; Mutter casts the focused window).", default: "monitor", transform: { text in
         guard let surface = ScreenCastSurface(rawValue: text) else {
             throw UsageError("invalid --surface \"\(text)\": one of " + ScreenCastSurface.allCases.map(\.rawValue).joined(separator: ", "))
         }
         return surface
     })
     var surface = ScreenCastSurface.monitor
-    @Option("cursor", "MODE", help: "For --source screencast: the pointer " + ScreenCastCursor.allCases.map(\.rawValue).joined(separator: " or ") + " (drawn into the picture).", transform: { text in
+    @Option("cursor", "MODE", help: "For --source screencast: the pointer " + ScreenCastCursor.allCases.map(\.rawValue).joined(separator: " or ") + " (drawn into the picture).", default: "embedded", transform: { text in
         guard let mode = ScreenCastCursor(rawValue: text) else {
             throw UsageError("invalid --cursor \"\(text)\": one of " + ScreenCastCursor.allCases.map(\.rawValue).joined(separator: ", "))
         }
@@ -115,6 +115,9 @@ struct BroadcastSim: ParsableCommand {
             throw UsageError("--\(name) is for a cast this producer starts, not for --pipewire-node (the node's own tool chose)")
         }
         if content != nil, source != "pattern" { throw UsageError("--content draws the screen itself: not with --source \(source)") }
+        if ["x11", "screencast"].contains(source), $size.isGiven || $preset.isGiven {
+            throw UsageError("--\($size.isGiven ? "size" : "preset") sets the synthetic screen's size: --source \(source) has the size of its desktop")
+        }
         if content == nil, $contentStart.isGiven { throw UsageError("--content-start needs --content MODEL") }
         if let statsPath { try OutputFile.check(statsPath, option: "report") }
     }

@@ -14,11 +14,21 @@ import FrameRelayJanus
 struct Demo: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "frame-relay demo", abstract: "run a broadcast-sim producer and the host together, with live stats")
 
-    @Option("source", "KIND", help: "pattern (synthetic screen), x11 (the desktop in $DISPLAY) or screencast (your Wayland desktop, through GNOME's Mutter).", default: "pattern", transform: { text in
+    @Option("source", "KIND", help: "pattern (synthetic screen), x11 (the desktop in $DISPLAY) or screencast (your Wayland desktop: xdg-desktop-portal's chooser once, or GNOME's Mutter with no dialog; see --cast).", default: "pattern", transform: { text in
         guard ["pattern", "x11", "screencast"].contains(text) else { throw UsageError("invalid --source \"\(text)\": one of pattern, x11, screencast") }
         return text
     })
     var source = "pattern"
+    @Option("cast", "API", help: "With --source screencast: portal, mutter or auto (mutter on GNOME, else portal), as broadcast-sim takes it.", default: "auto", transform: { text in
+        guard ["auto", "portal", "mutter"].contains(text) else { throw UsageError("invalid --cast \"\(text)\": one of auto, portal, mutter") }
+        return text
+    })
+    var cast = "auto"
+    @Option("surface", "KIND", help: "With --source screencast: monitor or window.", default: "monitor", transform: { text in
+        guard ["monitor", "window"].contains(text) else { throw UsageError("invalid --surface \"\(text)\": one of monitor, window") }
+        return text
+    })
+    var surface = "monitor"
     @Option("size", "WxH", help: "Picture size of the synthetic screen.", default: "1280x720", transform: { try parseSize($0, option: "size") })
     var size = (width: 1280, height: 720)
     @Option("fps", "N", in: 1...1000, help: "Frames per second.") var fps = 30.0
@@ -47,6 +57,10 @@ struct Demo: ParsableCommand {
     func checkGiven() throws {
         if $janusPort.isGiven, !$janus.isGiven { throw UsageError("--janus-port needs --janus") }
         if $layers.isGiven, !$janus.isGiven { throw UsageError("--layers needs --janus: layers are Janus's substreams") }
+        if source != "screencast", $cast.isGiven || $surface.isGiven {
+            throw UsageError("--\($cast.isGiven ? "cast" : "surface") is for --source screencast, not --source \(source)")
+        }
+        if source != "pattern", $size.isGiven { throw UsageError("--size is the synthetic screen's: --source \(source) has the size of its desktop") }
     }
 
     func run() throws -> Int32 {
@@ -57,9 +71,9 @@ struct Demo: ParsableCommand {
         let producer = Process()
         producer.executableURL = simulator
         producer.arguments = [
-            "--app-group", group.name, "--source", source, "--size", "\(size.width)x\(size.height)",
-            "--fps", "\(fps)", "--format", "\(format)", "--exit-with-parent",
-        ]
+            "--app-group", group.name, "--source", source, "--fps", "\(fps)", "--format", "\(format)", "--exit-with-parent",
+        ] + (source == "pattern" ? ["--size", "\(size.width)x\(size.height)"] : [])
+          + (source == "screencast" ? ["--cast", cast, "--surface", surface] : [])
         var encoding = SharePipeline.Options()
         encoding.settings.keyframeInterval = keyframeInterval
         // Into Janus, layers for its viewers to pick from (as `frame-relay --janus` sends them).

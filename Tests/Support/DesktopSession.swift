@@ -21,7 +21,8 @@ public func inDesktopSession(_ script: String, pipewire: Bool = true, mutter: Bo
     let setup = """
         set -u
         FR='\(Paths.executable("frame-relay"))' SIM='\(Paths.executable("broadcast-sim"))' D='\(dir)'
-        export XDG_RUNTIME_DIR="$D/run" WAYLAND_DISPLAY=wayland-0 XDG_STATE_HOME="$D/state"
+        # Every per-user folder in the scratch one: the permission store, WirePlumber's state, restore tokens.
+        export XDG_RUNTIME_DIR="$D/run" WAYLAND_DISPLAY=wayland-0 XDG_STATE_HOME="$D/state" XDG_DATA_HOME="$D/data" XDG_CONFIG_HOME="$D/config"
         mkdir -m 700 "$XDG_RUNTIME_DIR"
         DESKTOP= BACKEND=
         trap 'kill $DESKTOP $BACKEND 2>/dev/null; wait $DESKTOP $BACKEND 2>/dev/null' EXIT

@@ -50,6 +50,10 @@ struct Demo: ParsableCommand {
     var layers: Int?
 
     func validate() throws {
+        if source != "screencast", $cast.isGiven || $surface.isGiven {
+            throw UsageError("--\($cast.isGiven ? "cast" : "surface") is for --source screencast, not --source \(source)")
+        }
+        if source != "pattern", $size.isGiven { throw UsageError("--size is the synthetic screen's: --source \(source) has the size of its desktop") }
         try checkOutputs([("report", report.map { [$0] } ?? []), ("trace", trace.map { [$0] } ?? [])])
         if rtp != nil { try OutputFile.check("demo.sdp", option: "rtp") }
     }
@@ -57,10 +61,6 @@ struct Demo: ParsableCommand {
     func checkGiven() throws {
         if $janusPort.isGiven, !$janus.isGiven { throw UsageError("--janus-port needs --janus") }
         if $layers.isGiven, !$janus.isGiven { throw UsageError("--layers needs --janus: layers are Janus's substreams") }
-        if source != "screencast", $cast.isGiven || $surface.isGiven {
-            throw UsageError("--\($cast.isGiven ? "cast" : "surface") is for --source screencast, not --source \(source)")
-        }
-        if source != "pattern", $size.isGiven { throw UsageError("--size is the synthetic screen's: --source \(source) has the size of its desktop") }
     }
 
     func run() throws -> Int32 {

@@ -35,7 +35,8 @@ ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2> /dev/null || true; }
 # Runs a host and the producer (its source options in $@) for one kind.
 capture() {
   local kind=$1; shift
-  local host=(--quiet --exit-when-finished --report "$out/$kind.host.json")
+  # --exit-with-parent: a producer that fails leaves no host behind (set -e ends this shell).
+  local host=(--quiet --exit-when-finished --exit-with-parent --report "$out/$kind.host.json")
   [[ $kind == x11 || $kind == screencast ]] && host+=(--no-encode)
   [[ $kind == screencast ]] && host+=(--trace "$out/$kind.trace")
   "$bin/frame-relay" --app-group "group.bench.framerelay.capture.$kind" "${host[@]}" 2> "$out/$kind.host.log" & local pid=$!
@@ -70,7 +71,7 @@ if [[ $wayland == *[a-z]* ]]; then
   dbus-run-session -- bash -c '
     set -euo pipefail
     export XDG_RUNTIME_DIR="$out/run" WAYLAND_DISPLAY=wayland-0 XDG_STATE_HOME="$out/state" XDG_DATA_HOME="$out/data" XDG_CONFIG_HOME="$out/config"
-    mkdir -m 700 "$XDG_RUNTIME_DIR"
+    mkdir -p -m 700 "$XDG_RUNTIME_DIR"
     pipewire > "$out/pipewire.log" 2>&1 & desktop=$!
     for _ in $(seq 50); do [ -S "$XDG_RUNTIME_DIR/pipewire-0" ] && break; sleep 0.1; done
     wireplumber > "$out/wireplumber.log" 2>&1 & desktop="$desktop $!"

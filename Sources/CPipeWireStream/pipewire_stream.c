@@ -45,6 +45,12 @@ struct fr_pw_stream {
     size_t window_size;
     /// What changed since the last take: rectangles, or -1 for the whole picture.
     int damage_count;
+    /// The last buffer's SPA_META_Header seq: a gap is a picture PipeWire
+    /// recycled unseen, whose damage we never had (so all of it is new).
+    uint64_t last_seq;
+    int have_seq;
+    /// The picture taken, as read once at the take (its chunk lives in memory the node may still write).
+    size_t held_offset, held_stride;
     fr_pw_rect damage[FR_PW_MAX_RECTS];
 };
 
@@ -175,6 +181,11 @@ static void on_state_changed(void *data, enum pw_stream_state old, enum pw_strea
 
 /// Adds a buffer's damage to what changed since the last take.
 static void accumulate(struct fr_pw_stream *s, struct spa_buffer *buffer) {
+    struct spa_meta_header *header = spa_buffer_find_meta_data(buffer, SPA_META_Header, sizeof *header);
+    uint64_t seq = header ? header->seq : 0;
+    if (header == NULL || (s->have_seq && seq != s->last_seq + 1)) s->damage_count = -1;
+    s->last_seq = seq;
+    s->have_seq = header != NULL;
     if (s->damage_count < 0) return;
     struct spa_meta *meta = spa_buffer_find_meta(buffer, SPA_META_VideoDamage);
     if (meta == NULL) {
@@ -214,11 +225,16 @@ static void on_process(void *data) {
     struct fr_pw_stream *s = data;
     struct pw_buffer *buffer, *newest = NULL;
     while ((buffer = pw_stream_dequeue_buffer(s->stream)) != NULL) {
-        if (s->format == FR_PW_FORMAT_NONE || !readable(s, buffer->buffer)) {
+        if (s->format == FR_PW_FORMAT_NONE) {
             pw_stream_queue_buffer(s->stream, buffer);
             continue;
         }
+        // Every buffer's damage counts, a picture we skip too: what it changed is in the next one.
         accumulate(s, buffer->buffer);
+        if (!readable(s, buffer->buffer)) {
+            pw_stream_queue_buffer(s->stream, buffer);
+            continue;
+        }
         if (newest) pw_stream_queue_buffer(s->stream, newest);
         newest = buffer;
     }
@@ -372,6 +388,19 @@ int fr_pw_stream_take(fr_pw_stream *s, fr_pw_frame *frame) {
     s->held = s->pending;
     s->pending = NULL;
     struct spa_data *d = &s->held->buffer->datas[0];
+    // The chunk read once, and checked again: the node can still write it after on_process looked.
+    int32_t chunk_stride = d->chunk->stride;
+    size_t offset = d->chunk->offset, stride = chunk_stride > 0 ? (size_t)chunk_stride : (size_t)s->info.size.width * 4;
+    if (stride < (size_t)s->info.size.width * 4 || s->info.size.height == 0 ||
+        offset + stride * (s->info.size.height - 1) + (size_t)s->info.size.width * 4 > d->maxsize) {
+        pw_stream_queue_buffer(s->stream, s->held);
+        s->held = NULL;
+        s->damage_count = -1;
+        pw_thread_loop_unlock(s->loop);
+        return 0;
+    }
+    s->held_offset = offset;
+    s->held_stride = stride;
     // The picture is the buffer's crop where it has one within it (Mutter casts a window so), else all of it.
     int width = (int)s->info.size.width, height = (int)s->info.size.height;
     s->crop = (fr_pw_rect){0, 0, width, height};
@@ -384,7 +413,7 @@ int fr_pw_stream_take(fr_pw_stream *s, fr_pw_frame *frame) {
     }
     frame->width = s->crop.width;
     frame->height = s->crop.height;
-    frame->stride = d->chunk->stride > 0 ? d->chunk->stride : width * 4;
+    frame->stride = (int)stride;
     frame->format = s->format;
     struct spa_meta_header *header = spa_buffer_find_meta_data(s->held->buffer, SPA_META_Header, sizeof *header);
     frame->pts = header ? header->pts : -1;
@@ -408,12 +437,12 @@ const uint8_t *fr_pw_stream_rows(fr_pw_stream *s, int y, int rows) {
     const uint8_t *row = NULL;
     if (s->held != NULL && y >= 0 && rows > 0 && y + rows <= s->crop.height) {
         struct spa_data *d = &s->held->buffer->datas[0];
-        size_t stride = d->chunk->stride > 0 ? (size_t)d->chunk->stride : (size_t)s->info.size.width * 4;
+        size_t stride = s->held_stride;
         if (d->type == SPA_DATA_MemPtr) {
-            row = (const uint8_t *)d->data + d->chunk->offset + (size_t)(s->crop.y + y) * stride + (size_t)s->crop.x * 4;
+            row = (const uint8_t *)d->data + s->held_offset + (size_t)(s->crop.y + y) * stride + (size_t)s->crop.x * 4;
         } else {
             // The band's bytes from a page boundary: only they come into memory (populated at once, not fault by fault).
-            size_t start = (size_t)d->mapoffset + d->chunk->offset + (size_t)(s->crop.y + y) * stride + (size_t)s->crop.x * 4;
+            size_t start = (size_t)d->mapoffset + s->held_offset + (size_t)(s->crop.y + y) * stride + (size_t)s->crop.x * 4;
             size_t page = (size_t)sysconf(_SC_PAGESIZE);
             size_t aligned = start / page * page;
             size_t size = start - aligned + (size_t)(rows - 1) * stride + (size_t)s->crop.width * 4;

@@ -190,6 +190,22 @@ import Testing
         #expect(!segmentExists(group))
     }
 
+    /// A restore token file the portal refuses (damaged, not a UUID) is
+    /// forgotten: the chooser asks again, the cast starts, a good token is kept.
+    @Test func aDamagedRestoreTokenIsForgotten() throws {
+        let group = uniqueGroup("portaltoken")
+        let run = inDesktopSession("""
+            mkdir -p $D/state/frame-relay; echo garbage > $D/state/frame-relay/screencast-monitor.token
+            $SIM --source screencast --cast portal --app-group \(group.name) --duration 1 2> $D/sim.log; echo "sim exit $?"
+            echo "token $(cat $D/state/frame-relay/screencast-monitor.token)"
+            cat $D/sim.log
+            """, portal: "pick")
+        #expect(run.output.contains("sim exit 0") && run.output.contains("a monitor cast through xdg-desktop-portal"), "\(run.output.suffix(1500))")
+        let token = run.output.split(separator: "\n").first { $0.hasPrefix("token ") }.map { String($0.dropFirst(6)) } ?? ""
+        #expect(token.count == 36 && token != "garbage", "\(token)")
+        #expect(!segmentExists(group))
+    }
+
     /// The user stops sharing from the desktop (the portal closes the
     /// session): the broadcast ends at once with one line, its ring gone.
     @Test func thePortalClosingTheSessionEndsTheBroadcast() throws {

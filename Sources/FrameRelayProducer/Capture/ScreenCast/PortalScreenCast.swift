@@ -47,8 +47,17 @@ final class PortalScreenCast: ScreenCastSession {
             ("types", .uint32(surface.portalType)), ("multiple", .bool(false)), ("cursor_mode", .uint32(cursor.portalMode)),
             ("persist_mode", .uint32(2)),  // until the user revokes it
         ]
-        if let kept = token?.read() { options.append(("restore_token", .string(kept))) }
-        _ = try request("SelectSources", [.objectPath(session)], options)
+        if let kept = token?.read() {
+            do {
+                _ = try request("SelectSources", [.objectPath(session)], options + [("restore_token", .string(kept))])
+            } catch .dbus(let name, _, _) where name.hasSuffix("InvalidArgument") {
+                // A token the portal refuses (a damaged file): forgotten, and the chooser asks again.
+                token?.forget()
+                _ = try request("SelectSources", [.objectPath(session)], options)
+            }
+        } else {
+            _ = try request("SelectSources", [.objectPath(session)], options)
+        }
         let started = try request("Start", [.objectPath(session), .string("")], [], timeout: chooser)
         guard case .streams(let nodes)? = started["streams"], let first = nodes.first else {
             throw .screenCast("the portal started a cast with no stream in it")
@@ -88,6 +97,8 @@ final class PortalScreenCast: ScreenCastSession {
         try bus.watch(sender: Self.service, path: expected, interface: "org.freedesktop.portal.Request", member: "Response")
         let handle = try bus.call(Self.service, Self.path, Self.interface, method,
                                   arguments + [.options([("handle_token", .string(token))] + options)]).readString("o")
+        // The portal may have been started by this very call: its name has an owner only now.
+        bus.trust(Self.service)
         // A portal older than 0.9 names the request its own way: its Response comes from there.
         if handle != expected {
             try bus.watch(sender: Self.service, path: handle, interface: "org.freedesktop.portal.Request", member: "Response")
@@ -121,22 +132,35 @@ public struct RestoreToken: Sendable {
         return state.map { RestoreToken(path: "\($0)/frame-relay/screencast-\(surface.rawValue).token") }
     }
 
-    /// The token kept, if one is.
+    /// The token kept, if one is: the first word of the file's first 512 bytes (a token is a UUID).
     func read() -> String? {
-        guard let data = FileManager.default.contents(atPath: path) else { return nil }
-        let token = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isWhitespace).first.map(String.init) ?? ""
-        return token.isEmpty || token.count > 256 ? nil : token
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: 512)
+        let count = Glibc.read(fd, &bytes, bytes.count)
+        guard count > 0 else { return nil }
+        let token = String(decoding: bytes[..<count], as: UTF8.self).split(whereSeparator: \.isWhitespace).first.map(String.init) ?? ""
+        return token.isEmpty || token.count > 256 || !token.allSatisfy({ $0.isASCII && !$0.isWhitespace }) ? nil : token
     }
 
-    /// Keeps `token` (readable by this user only); a token that cannot be kept only means the chooser asks again.
+    /// Keeps `token` (made readable by this user only from the start); a
+    /// token that cannot be kept only means the chooser asks again.
     func keep(_ token: String) {
+        guard token.count <= 256 else { return }
         let folder = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
         try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let temporary = path + ".\(getpid())"
-        guard FileManager.default.createFile(atPath: temporary, contents: Data((token + "\n").utf8), attributes: [.posixPermissions: 0o600])
-        else { return }
-        if rename(temporary, path) != 0 { unlink(temporary) }
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return }
+        let line = Array((token + "\n").utf8)
+        let written = line.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        if written != line.count || rename(temporary, path) != 0 { unlink(temporary) }
     }
+
+    /// Forgets the token kept.
+    func forget() { unlink(path) }
 }
 
 /// What a screen cast shows.

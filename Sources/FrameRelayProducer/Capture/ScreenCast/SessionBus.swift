@@ -124,6 +124,12 @@ final class SessionBus {
     /// Signals received for the matches added, oldest first: (path, member, message).
     private var received: [(path: String, member: String, message: Message)] = []
     private var slots: [OpaquePointer] = []
+    /// The unique names of the well-known senders watched: a signal is kept
+    /// only from them (the match's sender filters only signals sent to all:
+    /// one addressed to this connection comes whatever its sender).
+    private var trusted: Set<String> = []
+    /// At most this many signals are kept unread (a client flooding us costs no memory).
+    private static let keptAtMost = 64
 
     init() throws(SourceError) {
         var bus: OpaquePointer?
@@ -201,10 +207,13 @@ final class SessionBus {
     /// the bus checks it, so no other client can speak for it) sent from
     /// `path`, for ``waitForSignal(path:member:timeout:)``.
     func watch(sender: String, path: String, interface: String, member: String) throws(SourceError) {
+        trust(sender)
         var slot: OpaquePointer?
         let r = sd_bus_match_signal(bus, &slot, sender, path, interface, member, { message, context, _ in
             guard let message, let context else { return 0 }
             let bus = Unmanaged<SessionBus>.fromOpaque(context).takeUnretainedValue()
+            guard let sender = sd_bus_message_get_sender(message).map({ String(cString: $0) }), bus.trusted.contains(sender) else { return 0 }
+            if bus.received.count >= SessionBus.keptAtMost { bus.received.removeFirst() }
             let path = sd_bus_message_get_path(message).map { String(cString: $0) } ?? ""
             let member = sd_bus_message_get_member(message).map { String(cString: $0) } ?? ""
             bus.received.append((path, member, Message(retaining: message)))
@@ -212,6 +221,15 @@ final class SessionBus {
         }, Unmanaged.passUnretained(self).toOpaque())
         guard r >= 0, let slot else { throw .screenCast("cannot watch D-Bus signal \(interface).\(member): \(String(cString: strerror(-r)))") }
         slots.append(slot)
+    }
+
+    /// Takes signals from whoever owns `name` now (a service started on
+    /// demand by a call owns it only after: call this again then; signals
+    /// already queued are read only after it).
+    func trust(_ name: String) {
+        if let owner = try? call("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetNameOwner", [.string(name)]).readString() {
+            trusted.insert(owner)
+        }
     }
 
     /// Handles what the bus has for us, waiting up to `timeout` seconds for something (0: none).

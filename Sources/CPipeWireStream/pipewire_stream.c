@@ -16,6 +16,13 @@
 #include <spa/utils/result.h>
 #include <spa/debug/types.h>
 
+/// Where one plane of a buffer's picture is: which of its datas, the byte
+/// offset in it and the bytes from one row to the next.
+struct fr_pw_plane {
+    uint32_t data;
+    size_t offset, stride;
+};
+
 struct fr_pw_stream {
     struct pw_thread_loop *loop;
     struct pw_context *context;
@@ -40,19 +47,35 @@ struct fr_pw_stream {
     /// The part of `held` that is the picture (SPA_META_VideoCrop: a window
     /// in a larger stream), and the part the take before it was.
     fr_pw_rect crop, last_crop;
-    /// The rows of `held` mapped now (fr_pw_stream_rows): the mapping's start and length.
-    void *window;
-    size_t window_size;
+    /// The rows of `held` mapped now (fr_pw_stream_rows), a plane each: the mapping's start and length.
+    void *window[3];
+    size_t window_size[3];
     /// What changed since the last take: rectangles, or -1 for the whole picture.
     int damage_count;
     /// The last buffer's SPA_META_Header seq: a gap is a picture PipeWire
     /// recycled unseen, whose damage we never had (so all of it is new).
     uint64_t last_seq;
     int have_seq;
-    /// The picture taken, as read once at the take (its chunk lives in memory the node may still write).
-    size_t held_offset, held_stride;
+    /// The picture taken's planes, as read once at the take (its chunks live in memory the node may still write).
+    struct fr_pw_plane planes[3];
     fr_pw_rect damage[FR_PW_MAX_RECTS];
 };
+
+static int plane_count(enum fr_pw_format format) {
+    return format == FR_PW_FORMAT_I420 ? 3 : format == FR_PW_FORMAT_NV12 ? 2 : 1;
+}
+
+/// Bytes in a row of plane `plane` before column `x` (the whole row's for x the width).
+static size_t plane_bytes(enum fr_pw_format format, int plane, int x) {
+    switch (format) {
+    case FR_PW_FORMAT_I420: return plane ? (size_t)(x + 1) / 2 : (size_t)x;
+    case FR_PW_FORMAT_NV12: return plane ? (size_t)(x + 1) / 2 * 2 : (size_t)x;
+    default: return (size_t)x * 4;
+    }
+}
+
+/// Rows of plane `plane` in `rows` rows of the picture (chroma planes have half, rounded up).
+static size_t plane_rows(int plane, int rows) { return plane ? (size_t)(rows + 1) / 2 : (size_t)rows; }
 
 static void fail(struct fr_pw_stream *s, enum fr_pw_state state, const char *message) {
     if (s->state == FR_PW_FAILED || s->state == FR_PW_ENDED) return;
@@ -119,13 +142,20 @@ static void on_param_changed(void *data, uint32_t id, const struct spa_pod *para
     struct spa_video_info_raw info;
     memset(&info, 0, sizeof info);
     if (media_type != SPA_MEDIA_TYPE_video || media_subtype != SPA_MEDIA_SUBTYPE_raw || spa_format_video_raw_parse(param, &info) < 0) {
-        fail(s, FR_PW_FAILED, "the PipeWire node offers no raw video we can take (BGRx or BGRA)");
+        fail(s, FR_PW_FAILED, "the PipeWire node offers no raw video we can take (BGRx, BGRA, I420 or NV12)");
         return;
     }
-    enum fr_pw_format format = info.format == SPA_VIDEO_FORMAT_BGRx ? FR_PW_FORMAT_BGRX : info.format == SPA_VIDEO_FORMAT_BGRA ? FR_PW_FORMAT_BGRA : FR_PW_FORMAT_NONE;
+    enum fr_pw_format format;
+    switch (info.format) {
+    case SPA_VIDEO_FORMAT_BGRx: format = FR_PW_FORMAT_BGRX; break;
+    case SPA_VIDEO_FORMAT_BGRA: format = FR_PW_FORMAT_BGRA; break;
+    case SPA_VIDEO_FORMAT_I420: format = FR_PW_FORMAT_I420; break;
+    case SPA_VIDEO_FORMAT_NV12: format = FR_PW_FORMAT_NV12; break;
+    default: format = FR_PW_FORMAT_NONE; break;
+    }
     if (format == FR_PW_FORMAT_NONE) {
         char text[128];
-        snprintf(text, sizeof text, "the PipeWire node's format %s is not one we take (BGRx or BGRA)", format_name(info.format));
+        snprintf(text, sizeof text, "the PipeWire node's format %s is not one we take (BGRx, BGRA, I420 or NV12)", format_name(info.format));
         fail(s, FR_PW_FAILED, text);
         return;
     }
@@ -204,21 +234,50 @@ static void accumulate(struct fr_pw_stream *s, struct spa_buffer *buffer) {
     }
 }
 
+/// Where each plane of `buffer`'s picture is, its chunks read once and
+/// bounded by their data's size: 1, or 0 when a plane does not fit. A YUV
+/// picture has a data a plane, or all of them in the first, one after
+/// another. A chunk with no stride has GStreamer's default layout (rows
+/// padded to 4 bytes; the planes after the first at even rows), as
+/// GStreamer's pipewiresink sends I420 and NV12 (one data, stride 0); one
+/// with a stride has V4L2's (I420's chroma rows half the luma's stride).
+static int locate(struct fr_pw_stream *s, struct spa_buffer *buffer, struct fr_pw_plane planes[3]) {
+    int width = (int)s->info.size.width, height = (int)s->info.size.height, count = plane_count(s->format);
+    if (width <= 0 || height <= 0 || buffer->n_datas < 1) return 0;
+    int32_t first_stride = buffer->datas[0].chunk->stride;
+    for (int p = 0; p < count; p++) {
+        uint32_t index = buffer->n_datas >= (uint32_t)count ? (uint32_t)p : 0;
+        struct spa_data *d = &buffer->datas[index];
+        size_t row = plane_bytes(s->format, p, width), padded = (row + 3) & ~(size_t)3;
+        if (p == 0 || index > 0) {
+            int32_t stride = p == 0 ? first_stride : d->chunk->stride;
+            planes[p] = (struct fr_pw_plane){index, d->chunk->offset, stride > 0 ? (size_t)stride : padded};
+        } else {
+            size_t stride = first_stride <= 0 ? padded : s->format == FR_PW_FORMAT_I420 ? planes[0].stride / 2 : planes[0].stride;
+            size_t rows_before = p == 1 ? (size_t)(height + 1) / 2 * 2 : plane_rows(1, height);
+            planes[p] = (struct fr_pw_plane){0, planes[p - 1].offset + planes[p - 1].stride * rows_before, stride};
+        }
+        if (planes[p].stride < row || planes[p].stride > (size_t)INT32_MAX ||
+            (uint64_t)planes[p].offset + (uint64_t)planes[p].stride * (plane_rows(p, height) - 1) + row > d->maxsize) return 0;
+    }
+    return 1;
+}
+
 /// Whether a buffer holds a whole picture we can read.
 static int readable(struct fr_pw_stream *s, struct spa_buffer *buffer) {
     struct spa_meta_header *header = spa_buffer_find_meta_data(buffer, SPA_META_Header, sizeof *header);
     if (header && (header->flags & SPA_META_HEADER_FLAG_CORRUPTED)) return 0;
     if (buffer->n_datas < 1) return 0;
-    struct spa_data *d = &buffer->datas[0];
-    if (!(d->type == SPA_DATA_MemPtr && d->data != NULL) && !(d->type == SPA_DATA_MemFd && d->fd >= 0)) {
-        fail(s, FR_PW_FAILED, "the PipeWire node sends only buffers we cannot map (DMA-BUF): capture needs shared-memory buffers");
-        return 0;
+    for (uint32_t i = 0; i < buffer->n_datas && i < 3; i++) {
+        struct spa_data *d = &buffer->datas[i];
+        if (!(d->type == SPA_DATA_MemPtr && d->data != NULL) && !(d->type == SPA_DATA_MemFd && d->fd >= 0)) {
+            fail(s, FR_PW_FAILED, "the PipeWire node sends only buffers we cannot map (DMA-BUF): capture needs shared-memory buffers");
+            return 0;
+        }
     }
-    if (d->chunk->size == 0) return 0;  // a cursor-only update: no picture
-    int stride = d->chunk->stride > 0 ? d->chunk->stride : (int)s->info.size.width * 4;
-    if (stride < (int)s->info.size.width * 4) return 0;
-    if ((uint64_t)d->chunk->offset + (uint64_t)stride * s->info.size.height > d->maxsize) return 0;
-    return 1;
+    if (buffer->datas[0].chunk->size == 0) return 0;  // a cursor-only update: no picture
+    struct fr_pw_plane planes[3];
+    return locate(s, buffer, planes);
 }
 
 static void on_process(void *data) {
@@ -261,9 +320,11 @@ static const struct pw_stream_events stream_events = {
 };
 
 static void unmap_window(struct fr_pw_stream *s) {
-    if (s->window) munmap(s->window, s->window_size);
-    s->window = NULL;
-    s->window_size = 0;
+    for (int p = 0; p < 3; p++) {
+        if (s->window[p]) munmap(s->window[p], s->window_size[p]);
+        s->window[p] = NULL;
+        s->window_size[p] = 0;
+    }
 }
 
 static int pw_initialized;
@@ -329,7 +390,8 @@ fr_pw_stream *fr_pw_stream_open(int fd, uint32_t node, char *error, size_t error
     params[0] = spa_pod_builder_add_object(&b, SPA_TYPE_OBJECT_Format, SPA_PARAM_EnumFormat,
         SPA_FORMAT_mediaType, SPA_POD_Id(SPA_MEDIA_TYPE_video),
         SPA_FORMAT_mediaSubtype, SPA_POD_Id(SPA_MEDIA_SUBTYPE_raw),
-        SPA_FORMAT_VIDEO_format, SPA_POD_CHOICE_ENUM_Id(3, SPA_VIDEO_FORMAT_BGRx, SPA_VIDEO_FORMAT_BGRx, SPA_VIDEO_FORMAT_BGRA),
+        SPA_FORMAT_VIDEO_format, SPA_POD_CHOICE_ENUM_Id(5, SPA_VIDEO_FORMAT_BGRx, SPA_VIDEO_FORMAT_BGRx, SPA_VIDEO_FORMAT_BGRA,
+                                                        SPA_VIDEO_FORMAT_I420, SPA_VIDEO_FORMAT_NV12),
         SPA_FORMAT_VIDEO_size, SPA_POD_CHOICE_RANGE_Rectangle(&SPA_RECTANGLE(1280, 720), &SPA_RECTANGLE(1, 1), &SPA_RECTANGLE(16383, 16383)),
         SPA_FORMAT_VIDEO_framerate, SPA_POD_CHOICE_RANGE_Fraction(&SPA_FRACTION(30, 1), &SPA_FRACTION(0, 1), &SPA_FRACTION(240, 1)));
     int connected = pw_stream_connect(s->stream, PW_DIRECTION_INPUT, s->node_serial[0] ? PW_ID_ANY : node,
@@ -387,20 +449,14 @@ int fr_pw_stream_take(fr_pw_stream *s, fr_pw_frame *frame) {
     if (s->held) pw_stream_queue_buffer(s->stream, s->held);
     s->held = s->pending;
     s->pending = NULL;
-    struct spa_data *d = &s->held->buffer->datas[0];
-    // The chunk read once, and checked again: the node can still write it after on_process looked.
-    int32_t chunk_stride = d->chunk->stride;
-    size_t offset = d->chunk->offset, stride = chunk_stride > 0 ? (size_t)chunk_stride : (size_t)s->info.size.width * 4;
-    if (stride < (size_t)s->info.size.width * 4 || s->info.size.height == 0 ||
-        offset + stride * (s->info.size.height - 1) + (size_t)s->info.size.width * 4 > d->maxsize) {
+    // The chunks read once, and checked again: the node can still write them after on_process looked.
+    if (!locate(s, s->held->buffer, s->planes)) {
         pw_stream_queue_buffer(s->stream, s->held);
         s->held = NULL;
         s->damage_count = -1;
         pw_thread_loop_unlock(s->loop);
         return 0;
     }
-    s->held_offset = offset;
-    s->held_stride = stride;
     // The picture is the buffer's crop where it has one within it (Mutter casts a window so), else all of it.
     int width = (int)s->info.size.width, height = (int)s->info.size.height;
     s->crop = (fr_pw_rect){0, 0, width, height};
@@ -409,11 +465,13 @@ int fr_pw_stream_take(fr_pw_stream *s, fr_pw_frame *frame) {
         int x = SPA_CLAMP(crop->region.position.x, 0, width), y = SPA_CLAMP(crop->region.position.y, 0, height);
         int w = SPA_MIN((int)SPA_MIN(crop->region.size.width, (uint32_t)INT32_MAX), width - x);
         int h = SPA_MIN((int)SPA_MIN(crop->region.size.height, (uint32_t)INT32_MAX), height - y);
+        // A YUV crop starts on even rows and columns (its chroma's).
+        if (s->format == FR_PW_FORMAT_I420 || s->format == FR_PW_FORMAT_NV12) w += x & 1, h += y & 1, x &= ~1, y &= ~1;
         if (w > 0 && h > 0) s->crop = (fr_pw_rect){x, y, w, h};
     }
     frame->width = s->crop.width;
     frame->height = s->crop.height;
-    frame->stride = (int)stride;
+    for (int p = 0; p < 3; p++) frame->strides[p] = p < plane_count(s->format) ? (int)s->planes[p].stride : 0;
     frame->format = s->format;
     struct spa_meta_header *header = spa_buffer_find_meta_data(s->held->buffer, SPA_META_Header, sizeof *header);
     frame->pts = header ? header->pts : -1;
@@ -431,34 +489,43 @@ int fr_pw_stream_take(fr_pw_stream *s, fr_pw_frame *frame) {
     return 1;
 }
 
-const uint8_t *fr_pw_stream_rows(fr_pw_stream *s, int y, int rows) {
+int fr_pw_stream_rows(fr_pw_stream *s, int y, int rows, const uint8_t *planes[3]) {
     pw_thread_loop_lock(s->loop);
     unmap_window(s);
-    const uint8_t *row = NULL;
-    if (s->held != NULL && y >= 0 && rows > 0 && y + rows <= s->crop.height) {
-        struct spa_data *d = &s->held->buffer->datas[0];
-        size_t stride = s->held_stride;
-        if (d->type == SPA_DATA_MemPtr) {
-            row = (const uint8_t *)d->data + s->held_offset + (size_t)(s->crop.y + y) * stride + (size_t)s->crop.x * 4;
-        } else {
+    int count = plane_count(s->format), mapped = 0;
+    for (int p = 0; p < 3; p++) planes[p] = NULL;
+    int yuv = s->format == FR_PW_FORMAT_I420 || s->format == FR_PW_FORMAT_NV12;
+    if (s->held != NULL && y >= 0 && rows > 0 && y + rows <= s->crop.height && !(yuv && (y & 1))) {
+        for (mapped = 0; mapped < count; mapped++) {
+            struct fr_pw_plane *plane = &s->planes[mapped];
+            struct spa_data *d = &s->held->buffer->datas[plane->data];
+            // This plane's rows for the band from the crop's corner (a chroma plane's half: both start even).
+            size_t first = mapped ? (size_t)(s->crop.y + y) / 2 : (size_t)(s->crop.y + y), count_rows = plane_rows(mapped, rows);
+            size_t into = plane->offset + first * plane->stride + plane_bytes(s->format, mapped, s->crop.x);
+            size_t length = (count_rows - 1) * plane->stride + plane_bytes(s->format, mapped, s->crop.width);
+            if (d->type == SPA_DATA_MemPtr) {
+                planes[mapped] = (const uint8_t *)d->data + into;
+                continue;
+            }
             // The band's bytes from a page boundary: only they come into memory (populated at once, not fault by fault).
-            size_t start = (size_t)d->mapoffset + s->held_offset + (size_t)(s->crop.y + y) * stride + (size_t)s->crop.x * 4;
+            size_t start = (size_t)d->mapoffset + into;
             size_t page = (size_t)sysconf(_SC_PAGESIZE);
             size_t aligned = start / page * page;
-            size_t size = start - aligned + (size_t)(rows - 1) * stride + (size_t)s->crop.width * 4;
+            size_t size = start - aligned + length;
             // Never past the file's end (reading there would be SIGBUS): a node that says its buffers are larger than they are gets no rows.
             struct stat file;
             void *window = fstat((int)d->fd, &file) == 0 && (uint64_t)file.st_size >= aligned + size
                 ? mmap(NULL, size, PROT_READ, MAP_SHARED | MAP_POPULATE, (int)d->fd, (off_t)aligned) : MAP_FAILED;
-            if (window != MAP_FAILED) {
-                s->window = window;
-                s->window_size = size;
-                row = (const uint8_t *)window + (start - aligned);
-            }
+            if (window == MAP_FAILED) break;
+            s->window[mapped] = window;
+            s->window_size[mapped] = size;
+            planes[mapped] = (const uint8_t *)window + (start - aligned);
         }
     }
+    int whole = count > 0 && mapped == count;
+    if (!whole) unmap_window(s);
     pw_thread_loop_unlock(s->loop);
-    return row;
+    return whole;
 }
 
 void fr_pw_stream_close(fr_pw_stream *s) {

@@ -49,6 +49,38 @@ public enum PixelConversion {
         }
     }
 
+    /// Converts a picture's pixels where they lie (`planes` at the
+    /// rectangle's top-left pixel of each plane, `strides` bytes a row):
+    /// BGRx or BGRA (`.bgra`, one plane), or 8-bit YUV 4:2:0 (`.i420`: Y, U,
+    /// V; `.nv12`: Y, then U and V interleaved) into `rect` of `dst`, which
+    /// starts on even rows and columns where either side is YUV.
+    package static func convert(_ format: PixelFormat, planes: (UnsafeRawPointer, UnsafeRawPointer?, UnsafeRawPointer?), strides: (Int, Int, Int),
+                                into dst: PixelBuffer, at rect: PixelRect) {
+        if format == .bgra { return convert(bgrx: planes.0, stride: strides.0, into: dst, at: rect) }
+        let w = Int32(rect.width), h = Int32(rect.height)
+        func at(_ plane: Int, _ x: Int, _ y: Int) -> UnsafeMutablePointer<UInt8> { Self.y(dst, plane) + y * dst.stride(plane) + x }
+        func source(_ plane: UnsafeRawPointer?) -> UnsafePointer<UInt8> { plane!.assumingMemoryBound(to: UInt8.self) }
+        let sy = source(planes.0), s0 = Int32(strides.0), s1 = Int32(strides.1), s2 = Int32(strides.2)
+        let (x, y) = (rect.x, rect.y)
+        switch (format, dst.format) {
+        case (.i420, .i420):
+            I420Copy(sy, s0, source(planes.1), s1, source(planes.2), s2, at(0, x, y), s(dst, 0), at(1, x / 2, y / 2), s(dst, 1),
+                     at(2, x / 2, y / 2), s(dst, 2), w, h)
+        case (.i420, .nv12):
+            I420ToNV12(sy, s0, source(planes.1), s1, source(planes.2), s2, at(0, x, y), s(dst, 0), at(1, x, y / 2), s(dst, 1), w, h)
+        case (.i420, .bgra):
+            I420ToARGB(sy, s0, source(planes.1), s1, source(planes.2), s2, at(0, x * 4, y), s(dst, 0), w, h)
+        case (.nv12, .i420):
+            NV12ToI420(sy, s0, source(planes.1), s1, at(0, x, y), s(dst, 0), at(1, x / 2, y / 2), s(dst, 1), at(2, x / 2, y / 2), s(dst, 2), w, h)
+        case (.nv12, .nv12):
+            NV12Copy(sy, s0, source(planes.1), s1, at(0, x, y), s(dst, 0), at(1, x, y / 2), s(dst, 1), w, h)
+        case (.nv12, .bgra):
+            NV12ToARGB(sy, s0, source(planes.1), s1, at(0, x * 4, y), s(dst, 0), w, h)
+        default:
+            preconditionFailure("no conversion \(format) → \(dst.format)")
+        }
+    }
+
     /// libyuv's PSNR over all three planes of two I420 pictures of one size,
     /// in dB (capped at 100 for identical pictures): what a viewer sees against the source.
     public static func psnr(_ a: PixelBuffer, _ b: PixelBuffer) -> Double {

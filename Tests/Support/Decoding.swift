@@ -59,17 +59,18 @@ public enum FFmpeg {
     }
 
     /// Average PSNR (dB) of `distorted` against the 30 fps `reference`, by
-    /// ffmpeg's psnr filter. Our time stamps follow the capture clock, so the
-    /// decoded frames are first laid out as raw video at 30 fps: frame n is
-    /// then compared with reference frame n.
-    public static func psnr(_ distorted: String, reference: String, width: Int, height: Int) -> Double? {
+    /// ffmpeg's psnr filter, over all planes or over `plane` ("y", "u", "v")
+    /// alone. Our time stamps follow the capture clock, so the decoded
+    /// frames are first laid out as raw video at 30 fps: frame n is then
+    /// compared with reference frame n.
+    public static func psnr(_ distorted: String, reference: String, width: Int, height: Int, plane: String = "average") -> Double? {
         let raw = Paths.temporaryDirectory().appendingPathComponent("decoded.yuv").path
         defer { try? FileManager.default.removeItem(atPath: raw) }
         let decode = run("/usr/bin/ffmpeg", ["-v", "error", "-y", "-i", distorted, "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "yuv420p", raw])
         guard decode.status == 0 else { return nil }
         let result = run("/usr/bin/ffmpeg", ["-f", "rawvideo", "-video_size", "\(width)x\(height)", "-framerate", "30", "-pix_fmt", "yuv420p",
                                              "-i", raw, "-i", reference, "-lavfi", "psnr", "-f", "null", "-"])
-        guard let range = result.stderr.range(of: "average:") else { return nil }
+        guard let range = result.stderr.range(of: " \(plane):") else { return nil }
         return Double(result.stderr[range.upperBound...].prefix { "0123456789.".contains($0) })
     }
 

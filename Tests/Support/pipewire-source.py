@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """A PipeWire video source the tests control, as a desktop's cast would be:
-GStreamer's pipewiresink sending a moving ball in FORMAT at 320x240, 30
-frames/s, paused (the stream set inactive, as a compositor pauses a cast
-while the screen is locked) from PAUSE to RESUME seconds, ending at END.
+GStreamer's pipewiresink sending videotestsrc's PATTERN (a moving ball
+unless named) in FORMAT at SIZE (320x240 unless named), 30 frames/s,
+paused (the stream set inactive, as a compositor pauses a cast while the
+screen is locked) from PAUSE to RESUME seconds, ending at END.
 
-    pipewire-source.py FORMAT PAUSE RESUME END
+    pipewire-source.py FORMAT PAUSE RESUME END [PATTERN [SIZE]]
 
 It prints "source paused" and "source playing" as it goes.
 """
@@ -16,9 +17,12 @@ gi.require_version("Gst", "1.0")
 from gi.repository import GLib, Gst  # noqa: E402
 
 fmt, pause, resume, end = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+pattern = sys.argv[5] if len(sys.argv) > 5 else "ball"
+width, height = (sys.argv[6] if len(sys.argv) > 6 else "320x240").split("x")
 Gst.init(None)
 pipeline = Gst.parse_launch(
-    f"videotestsrc is-live=true pattern=ball ! video/x-raw,format={fmt},width=320,height=240,framerate=30/1 "
+    f"videotestsrc is-live=true pattern={pattern} "
+    f"! video/x-raw,format={fmt},width={width},height={height},framerate=30/1 "
     '! pipewiresink mode=provide stream-properties="p,media.class=Video/Source"')
 pipeline.set_state(Gst.State.PLAYING)
 loop = GLib.MainLoop()

@@ -12,7 +12,9 @@ typedef struct fr_pw_stream fr_pw_stream;
 
 enum { FR_PW_MAX_RECTS = 16 };
 
-enum fr_pw_format { FR_PW_FORMAT_NONE = 0, FR_PW_FORMAT_BGRX, FR_PW_FORMAT_BGRA };
+/// The pictures' layout: 32-bit BGRx or BGRA, or 8-bit YUV 4:2:0 (I420: Y, U,
+/// V planes; NV12: Y, then U and V interleaved), BT.601 as GStreamer's default.
+enum fr_pw_format { FR_PW_FORMAT_NONE = 0, FR_PW_FORMAT_BGRX, FR_PW_FORMAT_BGRA, FR_PW_FORMAT_I420, FR_PW_FORMAT_NV12 };
 
 enum fr_pw_state { FR_PW_CONNECTING = 0, FR_PW_STREAMING, FR_PW_PAUSED, FR_PW_ENDED, FR_PW_FAILED };
 
@@ -21,8 +23,10 @@ typedef struct {
 } fr_pw_rect;
 
 typedef struct {
-    int width, height, stride;
+    int width, height;
     enum fr_pw_format format;
+    /// Bytes from one row to the next in each plane (unused planes 0).
+    int strides[3];
     /// What changed since the last frame taken: `damage_count` rectangles,
     /// or -1 for the whole picture (no damage meta, too many rectangles, a new size).
     int damage_count;
@@ -51,12 +55,13 @@ int fr_pw_stream_wait_picture(fr_pw_stream *stream, int timeout_ms);
 /// buffer stays ours until the next take or close), or 0 when none did.
 int fr_pw_stream_take(fr_pw_stream *stream, fr_pw_frame *frame);
 
-/// Rows `y` to `y + rows - 1` of the frame taken last: a pointer to row `y`,
-/// valid until the next call, take or close. Only these rows are mapped (a
-/// shared-memory buffer is mapped a band at a time, so a large picture
-/// never stays resident in this process). NULL when there is no such frame
-/// any more (the stream renegotiated) or the mapping failed.
-const uint8_t *fr_pw_stream_rows(fr_pw_stream *stream, int y, int rows);
+/// Rows `y` to `y + rows - 1` of the frame taken last (`y` even for YUV):
+/// in `planes`, a pointer to each plane's first byte of row `y` (a chroma
+/// plane's row y / 2), valid until the next call, take or close. Only these
+/// rows are mapped (a shared-memory buffer is mapped a band at a time, so a
+/// large picture never stays resident in this process). 0 when there is no
+/// such frame any more (the stream renegotiated) or a mapping failed.
+int fr_pw_stream_rows(fr_pw_stream *stream, int y, int rows, const uint8_t *planes[3]);
 
 void fr_pw_stream_close(fr_pw_stream *stream);
 

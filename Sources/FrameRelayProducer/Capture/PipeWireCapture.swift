@@ -6,7 +6,8 @@ import FrameRelayRing
 /// Captures a Wayland desktop from a PipeWire screen cast: the node the
 /// desktop's portal (``PortalScreenCast``) or a Mutter ScreenCast session
 /// (``MutterScreenCast``) names, or one another tool already opened (`--pipewire-node`). PipeWire hands over the
-/// compositor's pictures (BGRx or BGRA in shared memory) with its damage
+/// compositor's pictures (BGRx or BGRA in shared memory; a node such as a
+/// camera's may send I420 or NV12) with its damage
 /// (`SPA_META_VideoDamage`): the rectangles it says changed since the
 /// picture before become the frame's ``Damage/within(_:)``, and only they
 /// are converted into the sample buffer; a frame with no new picture is the
@@ -32,8 +33,16 @@ public final class PipeWireCapture: DrawingFrameSource {
     /// The pictures taken so far (the newest is `history.newest`; 0: none
     /// yet), and what each of the last few changed.
     private var history = DamageHistory()
-    /// The newest picture's row stride in PipeWire's buffer.
-    private var heldStride = 0
+    /// The newest picture's layout in PipeWire's buffer: BGRx/BGRA (`.bgra`),
+    /// I420 or NV12, and each plane's row stride.
+    private var heldFormat = PixelFormat.bgra
+    private var heldStrides = (0, 0, 0)
+    /// Where fr_pw_stream_rows puts each plane's first row.
+    private let rowPlanes: UnsafeMutablePointer<UnsafePointer<UInt8>?> = {
+        let planes = UnsafeMutablePointer<UnsafePointer<UInt8>?>.allocate(capacity: 3)
+        planes.initialize(repeating: nil, count: 3)
+        return planes
+    }()
     /// Whether a frame was given out yet (the first says all of it is new).
     private var announced = false
     /// The picture kept for ``nextFrame(number:)``, and which one it holds.
@@ -73,7 +82,7 @@ public final class PipeWireCapture: DrawingFrameSource {
             let state = fr_pw_stream_state(stream, &text, text.count)
             fr_pw_stream_close(stream)
             throw SourceError.screenCast(state == FR_PW_FAILED || state == FR_PW_ENDED ? Self.sentence(text)
-                                         : "PipeWire node \(id) offered no video format we take (BGRx or BGRA) within \(Int(timeout)) s")
+                                         : "PipeWire node \(id) offered no video format we take (BGRx, BGRA, I420 or NV12) within \(Int(timeout)) s")
         }
         self.width = Int(width)
         self.height = Int(height)
@@ -84,6 +93,7 @@ public final class PipeWireCapture: DrawingFrameSource {
     deinit {
         fr_pw_stream_close(stream)
         black?.deallocate()
+        rowPlanes.deallocate()
     }
 
     /// Whether the compositor paused the cast (a locked screen, a
@@ -172,7 +182,8 @@ public final class PipeWireCapture: DrawingFrameSource {
             return (announced ? .none : .unknown, nil)
         }
         announced = true
-        heldStride = Int(frame.stride)
+        heldFormat = frame.format == FR_PW_FORMAT_I420 ? .i420 : frame.format == FR_PW_FORMAT_NV12 ? .nv12 : .bgra
+        heldStrides = (Int(frame.strides.0), Int(frame.strides.1), Int(frame.strides.2))
         var region: PixelRegion?
         if Int(frame.width) != width || Int(frame.height) != height {
             // A new size (a monitor changed mode, a window was resized): a new picture, all of it.
@@ -220,11 +231,15 @@ public final class PipeWireCapture: DrawingFrameSource {
     /// Converts `rect` (even edges) of the picture taken into `target`, a
     /// band of rows at a time; false when its rows could not be mapped.
     private func convert(_ rect: PixelRect, into target: PixelBuffer) -> Bool {
+        // Bytes before the rectangle's first column in each plane.
+        let columns = heldFormat == .bgra ? (rect.x * 4, 0, 0) : heldFormat == .i420 ? (rect.x, rect.x / 2, rect.x / 2) : (rect.x, rect.x, 0)
         var y = rect.y
         while y < rect.y + rect.height {
             let rows = min(Self.band, rect.y + rect.height - y)
-            guard let row = fr_pw_stream_rows(stream, Int32(y), Int32(rows)) else { return false }
-            PixelConversion.convert(bgrx: UnsafeRawPointer(row) + rect.x * 4, stride: heldStride, into: target,
+            guard fr_pw_stream_rows(stream, Int32(y), Int32(rows), rowPlanes) == 1, let luma = rowPlanes[0] else { return false }
+            let planes = (UnsafeRawPointer(luma) + columns.0, rowPlanes[1].map { UnsafeRawPointer($0) + columns.1 },
+                          rowPlanes[2].map { UnsafeRawPointer($0) + columns.2 })
+            PixelConversion.convert(heldFormat, planes: planes, strides: heldStrides, into: target,
                                     at: PixelRect(x: rect.x, y: y, width: rect.width, height: rows))
             y += rows
         }

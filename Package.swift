@@ -93,7 +93,7 @@ let package = Package(
         .target(
             name: "FrameRelayTestSupport",
             dependencies: ["FrameRelaySystem", "FrameRelayFrames", "FrameRelayRing", "FrameRelayHost", "FrameRelayHTTP"],
-            path: "Tests/Support", exclude: ["portal-backend.py", "pipewire-source.py"]
+            path: "Tests/Support", exclude: ["portal-backend.py", "pipewire-cursor-source.c", "pipewire-source.py"]
         ),
         // Unit tests, one target per library: one process, no program
         // started but a checker (node, python3); `scripts/test --unit` runs them.

@@ -59,7 +59,18 @@ struct fr_pw_stream {
     /// The picture taken's planes, as read once at the take (its chunks live in memory the node may still write).
     struct fr_pw_plane planes[3];
     fr_pw_rect damage[FR_PW_MAX_RECTS];
+    /// The cursor as the buffers last said it (SPA_META_Cursor): whether one
+    /// is over the picture, its position and hotspot, its image
+    /// (premultiplied BGRA, 0 wide when there is nothing to draw), and
+    /// whether it changed since the last take; then the image as taken.
+    int cursor_shown, cursor_dirty;
+    int cursor_x, cursor_y, hotspot_x, hotspot_y, cursor_width, cursor_height;
+    uint8_t cursor_image[FR_PW_MAX_CURSOR * FR_PW_MAX_CURSOR * 4];
+    uint8_t cursor_taken[FR_PW_MAX_CURSOR * FR_PW_MAX_CURSOR * 4];
 };
+
+/// A cursor meta with room for a `w` × `h` bitmap.
+#define CURSOR_META_SIZE(w, h) ((int)(sizeof(struct spa_meta_cursor) + sizeof(struct spa_meta_bitmap) + (w) * (h) * 4))
 
 static int plane_count(enum fr_pw_format format) {
     return format == FR_PW_FORMAT_I420 ? 3 : format == FR_PW_FORMAT_NV12 ? 2 : 1;
@@ -164,7 +175,7 @@ static void on_param_changed(void *data, uint32_t id, const struct spa_pod *para
     s->damage_count = -1;  // a new size: all of it
     uint8_t storage[1024];
     struct spa_pod_builder b = SPA_POD_BUILDER_INIT(storage, sizeof storage);
-    const struct spa_pod *params[4];
+    const struct spa_pod *params[5];
     // Mapped memory only: a buffer we can read without a GPU.
     params[0] = spa_pod_builder_add_object(&b, SPA_TYPE_OBJECT_ParamBuffers, SPA_PARAM_Buffers,
         SPA_PARAM_BUFFERS_buffers, SPA_POD_CHOICE_RANGE_Int(4, 2, 16),
@@ -179,7 +190,11 @@ static void on_param_changed(void *data, uint32_t id, const struct spa_pod *para
     params[3] = spa_pod_builder_add_object(&b, SPA_TYPE_OBJECT_ParamMeta, SPA_PARAM_Meta,
         SPA_PARAM_META_type, SPA_POD_Id(SPA_META_VideoCrop),
         SPA_PARAM_META_size, SPA_POD_Int(sizeof(struct spa_meta_region)));
-    pw_stream_update_params(s->stream, params, 4);
+    // The cursor beside the picture, where the cast sends it so (its bitmap up to 1024 square; we draw up to FR_PW_MAX_CURSOR).
+    params[4] = spa_pod_builder_add_object(&b, SPA_TYPE_OBJECT_ParamMeta, SPA_PARAM_Meta,
+        SPA_PARAM_META_type, SPA_POD_Id(SPA_META_Cursor),
+        SPA_PARAM_META_size, SPA_POD_CHOICE_RANGE_Int(CURSOR_META_SIZE(64, 64), CURSOR_META_SIZE(1, 1), CURSOR_META_SIZE(1024, 1024)));
+    pw_stream_update_params(s->stream, params, 5);
 }
 
 static void on_state_changed(void *data, enum pw_stream_state old, enum pw_stream_state state, const char *error) {
@@ -216,7 +231,8 @@ static void accumulate(struct fr_pw_stream *s, struct spa_buffer *buffer) {
     if (header == NULL || (s->have_seq && seq != s->last_seq + 1)) s->damage_count = -1;
     s->last_seq = seq;
     s->have_seq = header != NULL;
-    if (s->damage_count < 0) return;
+    // A buffer with no picture (the cursor alone moved) changed none of it.
+    if (s->damage_count < 0 || (buffer->n_datas > 0 && buffer->datas[0].chunk->size == 0)) return;
     struct spa_meta *meta = spa_buffer_find_meta(buffer, SPA_META_VideoDamage);
     if (meta == NULL) {
         s->damage_count = -1;
@@ -263,6 +279,52 @@ static int locate(struct fr_pw_stream *s, struct spa_buffer *buffer, struct fr_p
     return 1;
 }
 
+/// Takes a buffer's cursor meta: where the cursor is and, when the
+/// compositor sent one, its image (RGBA or BGRA, made BGRA). An id of 0 is
+/// no cursor over the picture; a buffer without the meta changes nothing.
+static void read_cursor(struct fr_pw_stream *s, struct spa_buffer *buffer) {
+    struct spa_meta *meta = spa_buffer_find_meta(buffer, SPA_META_Cursor);
+    if (meta == NULL || meta->data == NULL || meta->size < sizeof(struct spa_meta_cursor)) return;
+    const struct spa_meta_cursor *cursor = meta->data;
+    if (cursor->id == 0) {
+        if (s->cursor_shown) s->cursor_shown = 0, s->cursor_dirty = 1;
+        return;
+    }
+    if (!s->cursor_shown || cursor->position.x != s->cursor_x || cursor->position.y != s->cursor_y) s->cursor_dirty = 1;
+    s->cursor_shown = 1;
+    s->cursor_x = cursor->position.x;
+    s->cursor_y = cursor->position.y;
+    uint32_t at = cursor->bitmap_offset;
+    if (at < sizeof *cursor || (uint64_t)at + sizeof(struct spa_meta_bitmap) > meta->size) return;  // the image as before
+    const struct spa_meta_bitmap *bitmap = SPA_PTROFF(cursor, at, const struct spa_meta_bitmap);
+    uint32_t width = bitmap->size.width, height = bitmap->size.height;
+    uint64_t stride = bitmap->stride > 0 ? (uint64_t)bitmap->stride : (uint64_t)width * 4;
+    int rgba = bitmap->format == SPA_VIDEO_FORMAT_RGBA;
+    s->cursor_dirty = 1;
+    s->hotspot_x = cursor->hotspot.x;
+    s->hotspot_y = cursor->hotspot.y;
+    // An empty sprite, one larger than we draw, or one that does not fit its meta: nothing to draw.
+    if ((!rgba && bitmap->format != SPA_VIDEO_FORMAT_BGRA) || width == 0 || height == 0 || width > FR_PW_MAX_CURSOR ||
+        height > FR_PW_MAX_CURSOR || stride < (uint64_t)width * 4 ||
+        (uint64_t)bitmap->offset + stride * (height - 1) + (uint64_t)width * 4 > meta->size - at) {
+        s->cursor_width = s->cursor_height = 0;
+        return;
+    }
+    const uint8_t *from = SPA_PTROFF(bitmap, bitmap->offset, const uint8_t);
+    for (uint32_t y = 0; y < height; y++) {
+        const uint8_t *row = from + y * stride;
+        uint8_t *into = s->cursor_image + (size_t)y * width * 4;
+        for (uint32_t x = 0; x < width; x++, row += 4, into += 4) {
+            into[0] = row[rgba ? 2 : 0];
+            into[1] = row[1];
+            into[2] = row[rgba ? 0 : 2];
+            into[3] = row[3];
+        }
+    }
+    s->cursor_width = (int)width;
+    s->cursor_height = (int)height;
+}
+
 /// Whether a buffer holds a whole picture we can read.
 static int readable(struct fr_pw_stream *s, struct spa_buffer *buffer) {
     struct spa_meta_header *header = spa_buffer_find_meta_data(buffer, SPA_META_Header, sizeof *header);
@@ -288,8 +350,9 @@ static void on_process(void *data) {
             pw_stream_queue_buffer(s->stream, buffer);
             continue;
         }
-        // Every buffer's damage counts, a picture we skip too: what it changed is in the next one.
+        // Every buffer's damage and cursor count, a picture we skip too: what it changed is in the next one.
         accumulate(s, buffer->buffer);
+        read_cursor(s, buffer->buffer);
         if (!readable(s, buffer->buffer)) {
             pw_stream_queue_buffer(s->stream, buffer);
             continue;
@@ -297,7 +360,10 @@ static void on_process(void *data) {
         if (newest) pw_stream_queue_buffer(s->stream, newest);
         newest = buffer;
     }
-    if (newest == NULL) return;
+    if (newest == NULL) {
+        if (s->cursor_dirty) pw_thread_loop_signal(s->loop, false);  // the cursor alone moved
+        return;
+    }
     // A newer whole picture replaces the one not yet taken: its damage was added above.
     if (s->pending) pw_stream_queue_buffer(s->stream, s->pending);
     s->pending = newest;
@@ -423,10 +489,10 @@ int fr_pw_stream_wait_picture(fr_pw_stream *s, int timeout_ms) {
     pw_thread_loop_lock(s->loop);
     struct timespec deadline;
     pw_thread_loop_get_time(s->loop, &deadline, (int64_t)timeout_ms * SPA_NSEC_PER_MSEC);
-    while (s->pending == NULL && (s->state == FR_PW_CONNECTING || s->state == FR_PW_STREAMING || s->state == FR_PW_PAUSED)) {
+    while (s->pending == NULL && !s->cursor_dirty && (s->state == FR_PW_CONNECTING || s->state == FR_PW_STREAMING || s->state == FR_PW_PAUSED)) {
         if (pw_thread_loop_timed_wait_full(s->loop, &deadline) != 0) break;
     }
-    int there = s->pending != NULL;
+    int there = s->pending != NULL || s->cursor_dirty;
     pw_thread_loop_unlock(s->loop);
     return there;
 }
@@ -439,11 +505,34 @@ enum fr_pw_state fr_pw_stream_state(fr_pw_stream *s, char *error, size_t error_s
     return state;
 }
 
+/// The cursor into `frame`: where it falls in the picture, its image taken when it changed.
+static void take_cursor(struct fr_pw_stream *s, fr_pw_frame *frame) {
+    int drawn = s->cursor_shown && s->cursor_width > 0;
+    if (s->cursor_dirty && drawn) memcpy(s->cursor_taken, s->cursor_image, (size_t)s->cursor_width * s->cursor_height * 4);
+    frame->cursor = drawn ? (fr_pw_rect){s->cursor_x - s->hotspot_x - s->crop.x, s->cursor_y - s->hotspot_y - s->crop.y, s->cursor_width, s->cursor_height}
+                          : (fr_pw_rect){0, 0, 0, 0};
+    frame->cursor_changed = s->cursor_dirty;
+    s->cursor_dirty = 0;
+}
+
 int fr_pw_stream_take(fr_pw_stream *s, fr_pw_frame *frame) {
     pw_thread_loop_lock(s->loop);
     if (s->pending == NULL) {
+        // No new picture: the cursor alone, over the picture still held (before the first, nothing to take).
+        int cursor = s->cursor_dirty && s->held != NULL;
+        if (cursor) {
+            frame->width = s->crop.width;
+            frame->height = s->crop.height;
+            for (int p = 0; p < 3; p++) frame->strides[p] = p < plane_count(s->format) ? (int)s->planes[p].stride : 0;
+            frame->format = s->format;
+            frame->pts = -1;
+            frame->damage_count = 0;
+            frame->picture = 0;
+            take_cursor(s, frame);
+        }
+        s->cursor_dirty = 0;
         pw_thread_loop_unlock(s->loop);
-        return 0;
+        return cursor;
     }
     unmap_window(s);
     if (s->held) pw_stream_queue_buffer(s->stream, s->held);
@@ -485,9 +574,13 @@ int fr_pw_stream_take(fr_pw_stream *s, fr_pw_frame *frame) {
         frame->damage[i].y -= s->crop.y;
     }
     s->damage_count = 0;
+    frame->picture = 1;
+    take_cursor(s, frame);
     pw_thread_loop_unlock(s->loop);
     return 1;
 }
+
+const uint8_t *fr_pw_stream_cursor_image(fr_pw_stream *s) { return s->cursor_taken; }
 
 int fr_pw_stream_rows(fr_pw_stream *s, int y, int rows, const uint8_t *planes[3]) {
     pw_thread_loop_lock(s->loop);

@@ -81,6 +81,14 @@ public enum PixelConversion {
         }
     }
 
+    /// Draws premultiplied BGRA pixels (`source`, `stride` bytes a row) over
+    /// `rect` of a BGRA picture (libyuv's ARGBBlend: a pointer over a screen).
+    package static func blend(premultiplied source: UnsafeRawPointer, stride: Int, over dst: PixelBuffer, at rect: PixelRect) {
+        precondition(dst.format == .bgra)
+        let into = y(dst, 0) + rect.y * dst.stride(0) + rect.x * 4
+        ARGBBlend(source.assumingMemoryBound(to: UInt8.self), Int32(stride), into, s(dst, 0), into, s(dst, 0), Int32(rect.width), Int32(rect.height))
+    }
+
     /// libyuv's PSNR over all three planes of two I420 pictures of one size,
     /// in dB (capped at 100 for identical pictures): what a viewer sees against the source.
     public static func psnr(_ a: PixelBuffer, _ b: PixelBuffer) -> Double {

@@ -31,6 +31,13 @@ public struct PixelRect: Sendable, Equatable {
         return PixelRect(x: x0, y: y0, width: max(x + width, other.x + other.width) - x0, height: max(y + height, other.y + other.height) - y0)
     }
 
+    /// The pixels in both (empty when none).
+    package func intersection(_ other: PixelRect) -> PixelRect {
+        let x0 = max(x, other.x), y0 = max(y, other.y)
+        let x1 = min(x + width, other.x + other.width), y1 = min(y + height, other.y + other.height)
+        return x1 > x0 && y1 > y0 ? PixelRect(x: x0, y: y0, width: x1 - x0, height: y1 - y0) : .empty
+    }
+
     /// The rectangle widened to even edges (every 2×2 chroma block it
     /// touches), cut to a `width × height` picture.
     package func evenEdges(width pictureWidth: Int, height pictureHeight: Int) -> PixelRect {

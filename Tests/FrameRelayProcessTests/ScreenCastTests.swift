@@ -67,10 +67,7 @@ import Testing
         let group = uniqueGroup("castpause")
         let run = inDesktopSession("""
             /usr/bin/python3 '\(pipeWireSource)' BGRx 2 4 7 > $D/source.log 2>&1 & G=$!
-            for i in $(seq 50); do
-              NODE=$(pw-dump 2>/dev/null | python3 -c 'import json, sys; print(*[o["id"] for o in json.load(sys.stdin) if o.get("info", {}).get("props", {}).get("media.class") == "Video/Source"])')
-              [ -n "$NODE" ] && break; sleep 0.1
-            done
+            video_source
             $FR --app-group \(group.name) --duration 7 --quiet --report $D/host.json & H=$!
             $SIM --source screencast --pipewire-node $NODE --app-group \(group.name) --duration 6 2> $D/sim.log
             echo "sim exit $?"; wait $H; wait $G; cat $D/sim.log $D/source.log
@@ -85,6 +82,55 @@ import Testing
         #expect(kinds.contains("paused") && kinds.contains("resumed"), "\(kinds)")
         // Frames came after the resume: under 2 s of the ball before the pause is at most 60 pictures.
         #expect((share.encoded?.frames ?? 0) >= 80, "\(share.encoded.map { "\($0.frames)" } ?? "none")")
+        #expect(!segmentExists(group))
+    }
+
+    /// A cast with its cursor as metadata (a compositor's `cursor-mode` 2;
+    /// Tests/Support/pipewire-cursor-source.c: a still gray desktop sent once
+    /// a second, a 16x16 red pointer with hotspot (3, 3) moving beside it in
+    /// buffers with no picture for 3 s, then resting at (200, 120)): the producer
+    /// draws the pointer, so the last picture ffmpeg decodes has it at
+    /// (197, 117) to (212, 132) (± 1 for the encoding's blur at its edges:
+    /// without the hotspot it would be 3 px off), and no trail
+    /// where it moved; and the moves reach the host as the pointer's own
+    /// rectangles (frames located, a few macroblocks each of 300).
+    @Test func aCursorSentAsMetadataIsDrawnByTheProducer() throws {
+        let group = uniqueGroup("castcursor")
+        let run = inDesktopSession("""
+            clang -O1 -o $D/cursor-source '\(pipeWireCursorSource)' $(pkg-config --cflags --libs libpipewire-0.3) || echo "cannot build the source"
+            $D/cursor-source 6 > $D/source.log 2>&1 & G=$!
+            video_source
+            $FR --app-group \(group.name) --duration 5 --quiet --record $D/out.ivf --report $D/host.json & H=$!
+            $SIM --source screencast --pipewire-node $NODE --app-group \(group.name) --duration 4 2> $D/sim.log
+            echo "sim exit $?"; wait $H; echo "host exit $?"; wait $G; cat $D/sim.log $D/source.log
+            ffmpeg -v error -i $D/out.ivf -fps_mode passthrough -f rawvideo -pix_fmt rgb24 -y $D/out.rgb
+            """, mutter: false)
+        #expect(run.output.contains("sim exit 0") && run.output.contains("host exit 0"), "\(run.output.suffix(2000))")
+        let frame = 320 * 240 * 3
+        let decoded = try Data(contentsOf: URL(fileURLWithPath: run.directory + "/out.rgb"))
+        try #require(decoded.count >= frame && decoded.count % frame == 0, "\(decoded.count) bytes decoded")
+        let last = [UInt8](decoded.suffix(frame))
+        // The pointer's red pixels and where they are; everything else the desktop's gray.
+        var red: [(x: Int, y: Int)] = [], stray = 0
+        for y in 0..<240 {
+            for x in 0..<320 {
+                let (r, g, b) = (Int(last[(y * 320 + x) * 3]), Int(last[(y * 320 + x) * 3 + 1]), Int(last[(y * 320 + x) * 3 + 2]))
+                if r > 180 && g < 90 && b < 90 {
+                    red.append((x, y))
+                } else if abs(r - 128) > 24 || abs(g - 128) > 24 || abs(b - 128) > 24 {
+                    stray += 1
+                }
+            }
+        }
+        let box = (red.map(\.x).min() ?? -1, red.map(\.y).min() ?? -1, red.map(\.x).max() ?? -1, red.map(\.y).max() ?? -1)
+        #expect(abs(box.0 - 197) <= 1 && abs(box.1 - 117) <= 1 && abs(box.2 - 212) <= 1 && abs(box.3 - 132) <= 1 && red.count >= 230,
+                "red pixels \(red.count), from \(box)")
+        // Gray everywhere else, but for the pointer's edges softened by the encoding.
+        #expect(stray < 80, "\(stray) pixels neither gray nor the pointer's red")
+        let encoded = try #require(try readShareStats(run.directory + "/host.json").first?.encoded)
+        // The pointer moved for 3 s of the 4 (90 source frames): most of them each a picture of their own.
+        #expect(encoded.located >= 50 && encoded.partial >= 50, "\(encoded)")
+        #expect(Double(encoded.activeMacroblocks) / Double(max(1, encoded.partial)) <= 12, "\(encoded)")
         #expect(!segmentExists(group))
     }
 
@@ -121,10 +167,7 @@ import Testing
         let group = uniqueGroup("castyuv")
         let run = inDesktopSession("""
             /usr/bin/python3 '\(pipeWireSource)' \(node) 100 100 5 smpte100 322x242 > $D/source.log 2>&1 & G=$!
-            for i in $(seq 50); do
-              NODE=$(pw-dump 2>/dev/null | python3 -c 'import json, sys; print(*[o["id"] for o in json.load(sys.stdin) if o.get("info", {}).get("props", {}).get("media.class") == "Video/Source"])')
-              [ -n "$NODE" ] && break; sleep 0.1
-            done
+            video_source
             $FR --app-group \(group.name) --duration 4 --quiet --record $D/out.ivf & H=$!
             $SIM --source screencast --pipewire-node $NODE --format \(ring) --app-group \(group.name) --duration 3 2> $D/sim.log
             echo "sim exit $?"; wait $H; echo "host exit $?"; kill $G; cat $D/sim.log
@@ -147,10 +190,7 @@ import Testing
         let run = inDesktopSession("""
             gst-launch-1.0 -q videotestsrc is-live=true ! video/x-raw,format=YUY2,width=320,height=240,framerate=30/1 \\
               ! pipewiresink mode=provide stream-properties="p,media.class=Video/Source" > $D/gst.log 2>&1 & G=$!
-            for i in $(seq 50); do
-              NODE=$(pw-dump 2>/dev/null | python3 -c 'import json, sys; print(*[o["id"] for o in json.load(sys.stdin) if o.get("info", {}).get("props", {}).get("media.class") == "Video/Source"])')
-              [ -n "$NODE" ] && break; sleep 0.1
-            done
+            video_source
             $SIM --source screencast --pipewire-node $NODE --app-group \(group.name) --duration 3 2> $D/sim.log; echo "sim exit $?"
             cat $D/sim.log; kill $G
             """, mutter: false)

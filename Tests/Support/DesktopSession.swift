@@ -38,6 +38,13 @@ public func inDesktopSession(_ script: String, pipewire: Bool = true, mutter: Bo
             for i in $(seq 50); do busctl --user status org.freedesktop.portal.Desktop > /dev/null 2>&1 && break; sleep 0.1; done
           fi
         }
+        # NODE: the first Video/Source node PipeWire has, within 5 s (nodes only: a stream's client may carry its media.class too).
+        video_source() {
+          for i in $(seq 50); do
+            NODE=$(pw-dump 2>/dev/null | python3 -c 'import json, sys; print(*[o["id"] for o in json.load(sys.stdin) if o.get("type") == "PipeWire:Interface:Node" and o.get("info", {}).get("props", {}).get("media.class") == "Video/Source"][:1])')
+            [ -n "$NODE" ] && break; sleep 0.1
+          done
+        }
         if \(pipewire); then
           pipewire > "$D/pipewire.log" 2>&1 & DESKTOP="$DESKTOP $!"
           for i in $(seq 50); do [ -S "$XDG_RUNTIME_DIR/pipewire-0" ] && break; sleep 0.1; done
@@ -57,3 +64,5 @@ public func inDesktopSession(_ script: String, pipewire: Bool = true, mutter: Bo
 private let portalBackend = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("portal-backend.py").path
 /// A PipeWire source the tests pause and resume (beside this file).
 public let pipeWireSource = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("pipewire-source.py").path
+/// A PipeWire source sending its cursor as metadata (beside this file; C, compiled by the test that runs it).
+public let pipeWireCursorSource = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("pipewire-cursor-source.c").path

@@ -10,7 +10,7 @@
 /// takes whole frames (see PipeWireCapture.swift).
 typedef struct fr_pw_stream fr_pw_stream;
 
-enum { FR_PW_MAX_RECTS = 16 };
+enum { FR_PW_MAX_RECTS = 16, FR_PW_MAX_CURSOR = 256 };
 
 /// The pictures' layout: 32-bit BGRx or BGRA, or 8-bit YUV 4:2:0 (I420: Y, U,
 /// V planes; NV12: Y, then U and V interleaved), BT.601 as GStreamer's default.
@@ -34,6 +34,15 @@ typedef struct {
     /// The compositor's time for the picture (SPA_META_Header pts, ns; its
     /// clock is CLOCK_MONOTONIC for Mutter), or -1 when the buffer has none.
     int64_t pts;
+    /// Whether the picture is new (0: only the cursor changed; the picture
+    /// is the one taken before, still held).
+    int picture;
+    /// The cursor the compositor sent beside the picture (SPA_META_Cursor):
+    /// where its image's top-left pixel falls in the picture (the position
+    /// less the hotspot) and its size, 0 wide when there is none to draw;
+    /// and whether it moved or changed since the last take.
+    fr_pw_rect cursor;
+    int cursor_changed;
 } fr_pw_frame;
 
 /// Connects to PipeWire (`fd` from the portal's OpenPipeWireRemote, owned by
@@ -62,6 +71,10 @@ int fr_pw_stream_take(fr_pw_stream *stream, fr_pw_frame *frame);
 /// large picture never stays resident in this process). 0 when there is no
 /// such frame any more (the stream renegotiated) or a mapping failed.
 int fr_pw_stream_rows(fr_pw_stream *stream, int y, int rows, const uint8_t *planes[3]);
+
+/// The cursor image of the frame taken last: premultiplied BGRA, its
+/// width × 4 bytes a row (fr_pw_frame's cursor size), valid until the next take.
+const uint8_t *fr_pw_stream_cursor_image(fr_pw_stream *stream);
 
 void fr_pw_stream_close(fr_pw_stream *stream);
 

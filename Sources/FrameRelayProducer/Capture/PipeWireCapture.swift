@@ -11,7 +11,10 @@ import FrameRelayRing
 /// (`SPA_META_VideoDamage`): the rectangles it says changed since the
 /// picture before become the frame's ``Damage/within(_:)``, and only they
 /// are converted into the sample buffer; a frame with no new picture is the
-/// picture in hand with ``Damage/none``. The compositor casts only when
+/// picture in hand with ``Damage/none``. A cursor sent beside the picture
+/// (``ScreenCastCursor/metadata``: `SPA_META_Cursor`) is drawn over it
+/// here, and where it was and where it is are the frame's damage, so a
+/// pointer moving over a still desktop changes only its own rectangles. The compositor casts only when
 /// something was drawn, so a still desktop costs nothing.
 ///
 /// Memory: when the producer sends the format converted to, upright, each
@@ -50,6 +53,11 @@ public final class PipeWireCapture: DrawingFrameSource {
     private var bufferHolds: UInt64?
     /// Which picture each ring slot holds, at which size (``nextDrawing(number:)``).
     private var slotHolds: [RingSlot: (picture: UInt64, size: (Int, Int))] = [:]
+    /// The cursor sent beside the picture: where its image falls in the
+    /// picture (partly outside it, maybe), nil when there is none to draw.
+    private var cursor: PixelRect?
+    /// The cursor's area composed: the picture under it, then the cursor over it.
+    private lazy var cursorScratch = try? PixelBuffer(width: Int(FR_PW_MAX_CURSOR) + 2, height: Int(FR_PW_MAX_CURSOR) + 2, format: .bgra)
     /// A black BGRx row, for the empty picture before the first.
     private var black: UnsafeMutableRawPointer?
     private var blackBytes = 0
@@ -182,6 +190,9 @@ public final class PipeWireCapture: DrawingFrameSource {
             return (announced ? .none : .unknown, nil)
         }
         announced = true
+        let cursorBefore = cursor
+        cursor = frame.cursor.width > 0 ? PixelRect(x: Int(frame.cursor.x), y: Int(frame.cursor.y), width: Int(frame.cursor.width),
+                                                    height: Int(frame.cursor.height)) : nil
         heldFormat = frame.format == FR_PW_FORMAT_I420 ? .i420 : frame.format == FR_PW_FORMAT_NV12 ? .nv12 : .bgra
         heldStrides = (Int(frame.strides.0), Int(frame.strides.1), Int(frame.strides.2))
         var region: PixelRegion?
@@ -204,6 +215,12 @@ public final class PipeWireCapture: DrawingFrameSource {
                     changed.add(rect.evenEdges(width: width, height: height))
                 }
             }
+            if frame.cursor_changed != 0 {
+                // The pointer moved or changed: where it was and where it is are new.
+                for rect in [cursorBefore, cursor] {
+                    if let even = rect?.evenEdges(width: width, height: height), !even.isEmpty { changed.add(even) }
+                }
+            }
             region = changed
         }
         history.add(region)
@@ -223,14 +240,38 @@ public final class PipeWireCapture: DrawingFrameSource {
             PixelConversion.convert(bgrx: blackRow(width), stride: 0, into: target, at: PixelRect(x: 0, y: 0, width: width, height: height))
             return true
         }
-        guard let needed = history.changed(since: holding) else { return convert(PixelRect(x: 0, y: 0, width: width, height: height), into: target) }
-        for i in 0..<needed.count where !convert(needed[i], into: target) { return false }
+        let needed = history.changed(since: holding)
+        if let needed {
+            for i in 0..<needed.count where !convert(needed[i], into: target) { return false }
+        } else if !convert(PixelRect(x: 0, y: 0, width: width, height: height), into: target) {
+            return false
+        }
+        // The pointer over what was converted under it (it is already there where nothing under it was).
+        guard let cursor, needed.map({ region in (0..<region.count).contains { !region[$0].intersection(cursor).isEmpty } }) ?? true else { return true }
+        return drawCursor(cursor, into: target)
+    }
+
+    /// Draws the cursor over `target`: its area (even edges, within the
+    /// picture) converted from the picture under it into a BGRA scratch,
+    /// the cursor's image blended over that, and the area converted into
+    /// `target`. False when the picture's rows could not be mapped.
+    private func drawCursor(_ cursor: PixelRect, into target: PixelBuffer) -> Bool {
+        let area = cursor.evenEdges(width: width, height: height)
+        guard !area.isEmpty, let scratch = cursorScratch, let image = fr_pw_stream_cursor_image(stream) else { return true }
+        guard convert(area, into: scratch, at: (0, 0)) else { return false }
+        let shown = cursor.intersection(area)
+        PixelConversion.blend(premultiplied: UnsafeRawPointer(image) + ((shown.y - cursor.y) * cursor.width + shown.x - cursor.x) * 4,
+                              stride: cursor.width * 4, over: scratch,
+                              at: PixelRect(x: shown.x - area.x, y: shown.y - area.y, width: shown.width, height: shown.height))
+        PixelConversion.convert(bgrx: scratch.plane(0), stride: scratch.stride(0), into: target, at: area)
         return true
     }
 
-    /// Converts `rect` (even edges) of the picture taken into `target`, a
-    /// band of rows at a time; false when its rows could not be mapped.
-    private func convert(_ rect: PixelRect, into target: PixelBuffer) -> Bool {
+    /// Converts `rect` (even edges) of the picture taken into `target` (at
+    /// `origin` there, else where it is in the picture), a band of rows at
+    /// a time; false when its rows could not be mapped.
+    private func convert(_ rect: PixelRect, into target: PixelBuffer, at origin: (x: Int, y: Int)? = nil) -> Bool {
+        let origin = origin ?? (rect.x, rect.y)
         // Bytes before the rectangle's first column in each plane.
         let columns = heldFormat == .bgra ? (rect.x * 4, 0, 0) : heldFormat == .i420 ? (rect.x, rect.x / 2, rect.x / 2) : (rect.x, rect.x, 0)
         var y = rect.y
@@ -240,7 +281,7 @@ public final class PipeWireCapture: DrawingFrameSource {
             let planes = (UnsafeRawPointer(luma) + columns.0, rowPlanes[1].map { UnsafeRawPointer($0) + columns.1 },
                           rowPlanes[2].map { UnsafeRawPointer($0) + columns.2 })
             PixelConversion.convert(heldFormat, planes: planes, strides: heldStrides, into: target,
-                                    at: PixelRect(x: rect.x, y: y, width: rect.width, height: rows))
+                                    at: PixelRect(x: origin.x, y: origin.y + y - rect.y, width: rect.width, height: rows))
             y += rows
         }
         return true

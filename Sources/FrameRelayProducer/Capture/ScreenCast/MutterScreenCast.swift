@@ -63,11 +63,27 @@ public enum ScreenCastCursor: String, CaseIterable, Sendable {
     case hidden
     /// Drawn into the picture by the compositor.
     case embedded
+    /// Sent beside the picture (SPA_META_Cursor) and drawn by the producer:
+    /// a pointer that moves changes only its own rectangles, with no
+    /// picture from the compositor.
+    case metadata
 
     /// Mutter's `cursor-mode` (0 hidden, 1 embedded, 2 metadata).
-    var mutterMode: UInt32 { self == .hidden ? 0 : 1 }
+    var mutterMode: UInt32 {
+        switch self {
+        case .hidden: 0
+        case .embedded: 1
+        case .metadata: 2
+        }
+    }
     /// The portal's `cursor_mode` bit (1 hidden, 2 embedded, 4 metadata).
-    var portalMode: UInt32 { self == .hidden ? 1 : 2 }
+    var portalMode: UInt32 {
+        switch self {
+        case .hidden: 1
+        case .embedded: 2
+        case .metadata: 4
+        }
+    }
 }
 
 /// A screen cast a desktop started for us (Mutter's, or the portal's).

@@ -41,6 +41,8 @@ struct fr_pw_stream {
     enum fr_pw_format format;
     enum fr_pw_state state;
     int streamed;
+    /// Pictures in a row that did not fit their buffers (or came marked corrupted): at FR_PW_UNREADABLE the stream fails.
+    int unreadable;
     char error[256];
     /// The newest whole buffer not yet taken, and the one taken (mapped until the next take).
     struct pw_buffer *pending, *held;
@@ -87,6 +89,9 @@ static size_t plane_bytes(enum fr_pw_format format, int plane, int x) {
 
 /// Rows of plane `plane` in `rows` rows of the picture (chroma planes have half, rounded up).
 static size_t plane_rows(int plane, int rows) { return plane ? (size_t)(rows + 1) / 2 : (size_t)rows; }
+
+/// Two seconds of a 30 frames/s node's pictures, none readable: a node we cannot take, not a glitch.
+enum { FR_PW_UNREADABLE = 60 };
 
 static void fail(struct fr_pw_stream *s, enum fr_pw_state state, const char *message) {
     if (s->state == FR_PW_FAILED || s->state == FR_PW_ENDED) return;
@@ -354,9 +359,13 @@ static void on_process(void *data) {
         accumulate(s, buffer->buffer);
         read_cursor(s, buffer->buffer);
         if (!readable(s, buffer->buffer)) {
+            // A picture (not the cursor alone) we cannot read: said in one line once they keep coming, not a silent black broadcast.
+            if (buffer->buffer->n_datas > 0 && buffer->buffer->datas[0].chunk->size > 0 && ++s->unreadable == FR_PW_UNREADABLE)
+                fail(s, FR_PW_FAILED, "the PipeWire node's last 60 pictures did not fit their buffers (a stride or offset past the buffer's end, or marked corrupted)");
             pw_stream_queue_buffer(s->stream, buffer);
             continue;
         }
+        s->unreadable = 0;
         if (newest) pw_stream_queue_buffer(s->stream, newest);
         newest = buffer;
     }

@@ -5,9 +5,11 @@
 // a frame from (40, 100) for 90 frames, then rests at (200, 120). The picture
 // is sent once a second; every other buffer carries the cursor alone (no
 // picture: chunk size 0), as a compositor does when only the pointer moved.
-// Ends after SECONDS. SwiftPM does not build it: the test compiles it.
+// Ends after SECONDS. With `oversized`, a picture every frame whose chunk
+// names a stride twice its row, so none fits its buffer. SwiftPM does not
+// build it: the test compiles it.
 //
-//     pipewire-cursor-source SECONDS
+//     pipewire-cursor-source SECONDS [oversized]
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +29,7 @@ struct source {
     struct spa_hook listener;
     struct spa_source *timer;
     uint64_t frame, frames;
+    int oversized;
 };
 
 static void send_frame(void *data, uint64_t expirations) {
@@ -50,10 +53,10 @@ static void send_frame(void *data, uint64_t expirations) {
         header->seq = n;
         header->dts_offset = 0;
     }
-    if (n % RATE == 0 && d->data != NULL) {
+    if ((n % RATE == 0 || s->oversized) && d->data != NULL) {
         memset(d->data, 0x80, (size_t)WIDTH * HEIGHT * 4);
         d->chunk->offset = 0;
-        d->chunk->stride = WIDTH * 4;
+        d->chunk->stride = WIDTH * 4 * (s->oversized ? 2 : 1);
         d->chunk->size = WIDTH * HEIGHT * 4;
     } else {
         d->chunk->size = 0;
@@ -119,12 +122,12 @@ static const struct pw_stream_events stream_events = {
 };
 
 int main(int argc, char *argv[]) {
-    if (argc != 2 || atof(argv[1]) <= 0) {
-        fprintf(stderr, "usage: pipewire-cursor-source SECONDS\n");
+    if (argc < 2 || argc > 3 || atof(argv[1]) <= 0 || (argc == 3 && strcmp(argv[2], "oversized") != 0)) {
+        fprintf(stderr, "usage: pipewire-cursor-source SECONDS [oversized]\n");
         return 2;
     }
+    struct source s = {.frames = (uint64_t)(atof(argv[1]) * RATE), .oversized = argc == 3};
     pw_init(&argc, &argv);
-    struct source s = {.frames = (uint64_t)(atof(argv[1]) * RATE)};
     s.loop = pw_main_loop_new(NULL);
     s.timer = pw_loop_add_timer(pw_main_loop_get_loop(s.loop), send_frame, &s);
     s.stream = pw_stream_new_simple(pw_main_loop_get_loop(s.loop), "frame-relay-test-cursor",

@@ -27,7 +27,7 @@ let package = Package(
         .systemLibrary(name: "CPipeWire", pkgConfig: "libpipewire-0.3", providers: [.apt(["libpipewire-0.3-dev"])]),
         // A PipeWire video stream consumed for its newest picture and damage: SPA's
         // pod builders are inline C and variadic macros, which Swift cannot call.
-        .target(name: "CPipeWireStream", dependencies: ["CPipeWire"]),
+        .target(name: "CPipeWireStream", dependencies: ["CPipeWire", "CSegmentGuard"]),
         // System calls: descriptors, sockets, addresses, errors, the clock, locks,
         // output files, threads, signals, shared memory and the futex. Nothing
         // above it calls the kernel.

@@ -1,4 +1,5 @@
 #include "pipewire_stream.h"
+#include "segment_guard.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -52,6 +53,9 @@ struct fr_pw_stream {
     /// The rows of `held` mapped now (fr_pw_stream_rows), a plane each: the mapping's start and length.
     void *window[3];
     size_t window_size[3];
+    /// Each window's segment guard (-1: none): a node may shrink its memfd
+    /// under the read, which would be SIGBUS; guarded, the read finds zeros and we learn of it.
+    int guard[3];
     /// What changed since the last take: rectangles, or -1 for the whole picture.
     int damage_count;
     /// The last buffer's SPA_META_Header seq: a gap is a picture PipeWire
@@ -65,7 +69,7 @@ struct fr_pw_stream {
     /// is over the picture, its position and hotspot, its image
     /// (premultiplied BGRA, 0 wide when there is nothing to draw), and
     /// whether it changed since the last take; then the image as taken.
-    int cursor_shown, cursor_dirty;
+    int cursor_shown, cursor_dirty, cursor_image_new;
     int cursor_x, cursor_y, hotspot_x, hotspot_y, cursor_width, cursor_height;
     uint8_t cursor_image[FR_PW_MAX_CURSOR * FR_PW_MAX_CURSOR * 4];
     uint8_t cursor_taken[FR_PW_MAX_CURSOR * FR_PW_MAX_CURSOR * 4];
@@ -250,8 +254,9 @@ static void accumulate(struct fr_pw_stream *s, struct spa_buffer *buffer) {
             s->damage_count = -1;
             return;
         }
-        s->damage[s->damage_count++] = (fr_pw_rect){region->region.position.x, region->region.position.y,
-                                                    (int)region->region.size.width, (int)region->region.size.height};
+        // Kept within a range no picture exceeds, so moving it by the crop cannot overflow.
+        s->damage[s->damage_count++] = (fr_pw_rect){SPA_CLAMP(region->region.position.x, -(1 << 24), 1 << 24), SPA_CLAMP(region->region.position.y, -(1 << 24), 1 << 24),
+                                                    (int)SPA_MIN(region->region.size.width, 1u << 24), (int)SPA_MIN(region->region.size.height, 1u << 24)};
     }
 }
 
@@ -290,32 +295,36 @@ static int locate(struct fr_pw_stream *s, struct spa_buffer *buffer, struct fr_p
 static void read_cursor(struct fr_pw_stream *s, struct spa_buffer *buffer) {
     struct spa_meta *meta = spa_buffer_find_meta(buffer, SPA_META_Cursor);
     if (meta == NULL || meta->data == NULL || meta->size < sizeof(struct spa_meta_cursor)) return;
-    const struct spa_meta_cursor *cursor = meta->data;
-    if (cursor->id == 0) {
+    // The node can still write the meta: its headers are read once, into ours, and only ours are used.
+    struct spa_meta_cursor cursor;
+    memcpy(&cursor, meta->data, sizeof cursor);
+    if (cursor.id == 0) {
         if (s->cursor_shown) s->cursor_shown = 0, s->cursor_dirty = 1;
         return;
     }
-    if (!s->cursor_shown || cursor->position.x != s->cursor_x || cursor->position.y != s->cursor_y) s->cursor_dirty = 1;
+    if (!s->cursor_shown || cursor.position.x != s->cursor_x || cursor.position.y != s->cursor_y) s->cursor_dirty = 1;
     s->cursor_shown = 1;
-    s->cursor_x = cursor->position.x;
-    s->cursor_y = cursor->position.y;
-    uint32_t at = cursor->bitmap_offset;
-    if (at < sizeof *cursor || (uint64_t)at + sizeof(struct spa_meta_bitmap) > meta->size) return;  // the image as before
-    const struct spa_meta_bitmap *bitmap = SPA_PTROFF(cursor, at, const struct spa_meta_bitmap);
-    uint32_t width = bitmap->size.width, height = bitmap->size.height;
-    uint64_t stride = bitmap->stride > 0 ? (uint64_t)bitmap->stride : (uint64_t)width * 4;
-    int rgba = bitmap->format == SPA_VIDEO_FORMAT_RGBA;
+    s->cursor_x = cursor.position.x;
+    s->cursor_y = cursor.position.y;
+    uint32_t at = cursor.bitmap_offset;
+    if (at < sizeof cursor || (uint64_t)at + sizeof(struct spa_meta_bitmap) > meta->size) return;  // the image as before
+    struct spa_meta_bitmap bitmap;
+    memcpy(&bitmap, SPA_PTROFF(meta->data, at, void), sizeof bitmap);
+    uint32_t width = bitmap.size.width, height = bitmap.size.height;
+    uint64_t stride = bitmap.stride > 0 ? (uint64_t)bitmap.stride : (uint64_t)width * 4;
+    int rgba = bitmap.format == SPA_VIDEO_FORMAT_RGBA;
     s->cursor_dirty = 1;
-    s->hotspot_x = cursor->hotspot.x;
-    s->hotspot_y = cursor->hotspot.y;
+    s->cursor_image_new = 1;
+    s->hotspot_x = cursor.hotspot.x;
+    s->hotspot_y = cursor.hotspot.y;
     // An empty sprite, one larger than we draw, or one that does not fit its meta: nothing to draw.
-    if ((!rgba && bitmap->format != SPA_VIDEO_FORMAT_BGRA) || width == 0 || height == 0 || width > FR_PW_MAX_CURSOR ||
+    if ((!rgba && bitmap.format != SPA_VIDEO_FORMAT_BGRA) || width == 0 || height == 0 || width > FR_PW_MAX_CURSOR ||
         height > FR_PW_MAX_CURSOR || stride < (uint64_t)width * 4 ||
-        (uint64_t)bitmap->offset + stride * (height - 1) + (uint64_t)width * 4 > meta->size - at) {
+        (uint64_t)bitmap.offset + stride * (height - 1) + (uint64_t)width * 4 > meta->size - at) {
         s->cursor_width = s->cursor_height = 0;
         return;
     }
-    const uint8_t *from = SPA_PTROFF(bitmap, bitmap->offset, const uint8_t);
+    const uint8_t *from = SPA_PTROFF(meta->data, (size_t)at + bitmap.offset, const uint8_t);
     for (uint32_t y = 0; y < height; y++) {
         const uint8_t *row = from + y * stride;
         uint8_t *into = s->cursor_image + (size_t)y * width * 4;
@@ -394,12 +403,22 @@ static const struct pw_stream_events stream_events = {
     .process = on_process,
 };
 
-static void unmap_window(struct fr_pw_stream *s) {
+/// Unmaps the rows mapped now: 1 when every read of them found the buffer
+/// whole, 0 (and the stream failed) when the node shrank it under us.
+static int unmap_window(struct fr_pw_stream *s) {
+    int whole = 1;
     for (int p = 0; p < 3; p++) {
+        if (s->guard[p] >= 0) {
+            if (segment_guard_faults(s->guard[p]) > 0) whole = 0;
+            segment_guard_unregister(s->guard[p]);
+            s->guard[p] = -1;
+        }
         if (s->window[p]) munmap(s->window[p], s->window_size[p]);
         s->window[p] = NULL;
         s->window_size[p] = 0;
     }
+    if (!whole) fail(s, FR_PW_FAILED, "the PipeWire node shrank a buffer while we read it (a memfd not sealed against that): its pictures cannot be read");
+    return whole;
 }
 
 static int pw_initialized;
@@ -416,6 +435,13 @@ fr_pw_stream *fr_pw_stream_open(int fd, uint32_t node, char *error, size_t error
         return NULL;
     }
     s->node = node;
+    for (int p = 0; p < 3; p++) s->guard[p] = -1;
+    if (segment_guard_install() != 0) {
+        snprintf(error, error_size, "cannot guard PipeWire's buffers against SIGBUS: %s", strerror(errno));
+        if (fd >= 0) close(fd);
+        free(s);
+        return NULL;
+    }
     s->loop = pw_thread_loop_new("frame-relay-pipewire", NULL);
     s->context = s->loop ? pw_context_new(pw_thread_loop_get_loop(s->loop), NULL, 0) : NULL;
     if (s->context == NULL || pw_thread_loop_start(s->loop) < 0) {
@@ -516,10 +542,16 @@ enum fr_pw_state fr_pw_stream_state(fr_pw_stream *s, char *error, size_t error_s
 
 /// The cursor into `frame`: where it falls in the picture, its image taken when it changed.
 static void take_cursor(struct fr_pw_stream *s, fr_pw_frame *frame) {
-    int drawn = s->cursor_shown && s->cursor_width > 0;
-    if (s->cursor_dirty && drawn) memcpy(s->cursor_taken, s->cursor_image, (size_t)s->cursor_width * s->cursor_height * 4);
-    frame->cursor = drawn ? (fr_pw_rect){s->cursor_x - s->hotspot_x - s->crop.x, s->cursor_y - s->hotspot_y - s->crop.y, s->cursor_width, s->cursor_height}
-                          : (fr_pw_rect){0, 0, 0, 0};
+    // The image's top-left in the picture, in 64 bits (a node may send any position and hotspot): drawn only where it touches the picture.
+    int64_t x = (int64_t)s->cursor_x - s->hotspot_x - s->crop.x, y = (int64_t)s->cursor_y - s->hotspot_y - s->crop.y;
+    int drawn = s->cursor_shown && s->cursor_width > 0 && x > -(int64_t)s->cursor_width && x < s->crop.width &&
+                y > -(int64_t)s->cursor_height && y < s->crop.height;
+    // A new image is taken when it is first drawn (it may come before any picture, or while the pointer is off it).
+    if (s->cursor_image_new && drawn) {
+        memcpy(s->cursor_taken, s->cursor_image, (size_t)s->cursor_width * s->cursor_height * 4);
+        s->cursor_image_new = 0;
+    }
+    frame->cursor = drawn ? (fr_pw_rect){(int)x, (int)y, s->cursor_width, s->cursor_height} : (fr_pw_rect){0, 0, 0, 0};
     frame->cursor_changed = s->cursor_dirty;
     s->cursor_dirty = 0;
 }
@@ -589,15 +621,21 @@ int fr_pw_stream_take(fr_pw_stream *s, fr_pw_frame *frame) {
     return 1;
 }
 
+int fr_pw_stream_release_rows(fr_pw_stream *s) {
+    pw_thread_loop_lock(s->loop);
+    int whole = unmap_window(s);
+    pw_thread_loop_unlock(s->loop);
+    return whole;
+}
+
 const uint8_t *fr_pw_stream_cursor_image(fr_pw_stream *s) { return s->cursor_taken; }
 
 int fr_pw_stream_rows(fr_pw_stream *s, int y, int rows, const uint8_t *planes[3]) {
     pw_thread_loop_lock(s->loop);
-    unmap_window(s);
     int count = plane_count(s->format), mapped = 0;
     for (int p = 0; p < 3; p++) planes[p] = NULL;
     int yuv = s->format == FR_PW_FORMAT_I420 || s->format == FR_PW_FORMAT_NV12;
-    if (s->held != NULL && y >= 0 && rows > 0 && y + rows <= s->crop.height && !(yuv && (y & 1))) {
+    if (unmap_window(s) && s->state != FR_PW_FAILED && s->held != NULL && y >= 0 && rows > 0 && y + rows <= s->crop.height && !(yuv && (y & 1))) {
         for (mapped = 0; mapped < count; mapped++) {
             struct fr_pw_plane *plane = &s->planes[mapped];
             struct spa_data *d = &s->held->buffer->datas[plane->data];
@@ -621,6 +659,7 @@ int fr_pw_stream_rows(fr_pw_stream *s, int y, int rows, const uint8_t *planes[3]
             if (window == MAP_FAILED) break;
             s->window[mapped] = window;
             s->window_size[mapped] = size;
+            if ((s->guard[mapped] = segment_guard_register(window, size)) < 0) break;
             planes[mapped] = (const uint8_t *)window + (start - aligned);
         }
     }

@@ -72,6 +72,12 @@ int fr_pw_stream_take(fr_pw_stream *stream, fr_pw_frame *frame);
 /// such frame any more (the stream renegotiated) or a mapping failed.
 int fr_pw_stream_rows(fr_pw_stream *stream, int y, int rows, const uint8_t *planes[3]);
 
+/// Unmaps the rows fr_pw_stream_rows mapped, once read: 1 when they were
+/// whole, 0 when the node shrank its buffer under the read (a SIGBUS the
+/// segment guard turned into zeros: the rows read are not its picture, and
+/// the stream fails).
+int fr_pw_stream_release_rows(fr_pw_stream *stream);
+
 /// The cursor image of the frame taken last: premultiplied BGRA, its
 /// width × 4 bytes a row (fr_pw_frame's cursor size), valid until the next take.
 const uint8_t *fr_pw_stream_cursor_image(fr_pw_stream *stream);

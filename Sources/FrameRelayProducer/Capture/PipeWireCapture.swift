@@ -282,6 +282,8 @@ public final class PipeWireCapture: DrawingFrameSource {
                           rowPlanes[2].map { UnsafeRawPointer($0) + columns.2 })
             PixelConversion.convert(heldFormat, planes: planes, strides: heldStrides, into: target,
                                     at: PixelRect(x: origin.x, y: origin.y + y - rect.y, width: rect.width, height: rows))
+            // A node that shrank its buffer under the read left zeros there, not its picture (and the stream failed).
+            guard fr_pw_stream_release_rows(stream) == 1 else { return false }
             y += rows
         }
         return true

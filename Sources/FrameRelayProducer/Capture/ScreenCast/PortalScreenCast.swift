@@ -43,7 +43,7 @@ final class PortalScreenCast: ScreenCastSession {
         session = handle
         // The portal's own signal only: another client of the bus could send a forged close.
         try bus.watch(sender: Self.service, path: session, interface: "org.freedesktop.portal.Session", member: "Closed")
-        var options: [(String, SessionBus.Value)] = [
+        let options: [(String, SessionBus.Value)] = [
             ("types", .uint32(surface.portalType)), ("multiple", .bool(false)), ("cursor_mode", .uint32(cursor.portalMode)),
             ("persist_mode", .uint32(2)),  // until the user revokes it
         ]

@@ -5,16 +5,25 @@
 // a frame from (40, 100) for 90 frames, then rests at (200, 120). The picture
 // is sent once a second; every other buffer carries the cursor alone (no
 // picture: chunk size 0), as a compositor does when only the pointer moved.
-// Ends after SECONDS. With `oversized`, a picture every frame whose chunk
-// names a stride twice its row, so none fits its buffer. SwiftPM does not
-// build it: the test compiles it.
+// Ends after SECONDS. SwiftPM does not build it: the test compiles it.
+// MODE makes it a node that misbehaves:
+//   oversized   a picture every frame whose chunk names a stride twice its
+//               row, so none fits its buffer;
+//   shrinking   a picture every frame in memfds of its own that a thread
+//               keeps shrinking to nothing and growing back (not sealed);
+//   image-first the pointer rests at (100, 100) and its image comes once,
+//               in a buffer with no picture, before the first picture.
 //
-//     pipewire-cursor-source SECONDS [oversized]
+//     pipewire-cursor-source SECONDS [MODE]
 
+#define _GNU_SOURCE
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <pipewire/pipewire.h>
 #include <spa/buffer/meta.h>
@@ -29,8 +38,55 @@ struct source {
     struct spa_hook listener;
     struct spa_source *timer;
     uint64_t frame, frames;
-    int oversized;
+    const char *mode;
+    /// shrinking: the buffers' memfds, and a lock held while a picture is written (the file whole then).
+    int fds[8];
+    pthread_mutex_t lock;
+    volatile int running;
 };
+
+static int mode(struct source *s, const char *name) { return strcmp(s->mode, name) == 0; }
+
+/// shrinking: a buffer of our own, in a memfd nobody sealed.
+static void add_buffer(void *data, struct pw_buffer *b) {
+    struct source *s = data;
+    if (!mode(s, "shrinking")) return;
+    struct spa_data *d = &b->buffer->datas[0];
+    int fd = memfd_create("pipewire-cursor-source", MFD_CLOEXEC);
+    if (fd < 0 || ftruncate(fd, WIDTH * HEIGHT * 4) != 0) return;
+    d->type = SPA_DATA_MemFd;
+    d->flags = SPA_DATA_FLAG_READWRITE;
+    d->fd = fd;
+    d->mapoffset = 0;
+    d->maxsize = WIDTH * HEIGHT * 4;
+    d->data = mmap(NULL, d->maxsize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    pthread_mutex_lock(&s->lock);
+    for (int i = 0; i < 8; i++) if (s->fds[i] < 0) { s->fds[i] = fd; break; }
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void remove_buffer(void *data, struct pw_buffer *b) {
+    struct source *s = data;
+    if (!mode(s, "shrinking")) return;
+    struct spa_data *d = &b->buffer->datas[0];
+    pthread_mutex_lock(&s->lock);
+    for (int i = 0; i < 8; i++) if (s->fds[i] == d->fd) s->fds[i] = -1;
+    pthread_mutex_unlock(&s->lock);
+    if (d->data) munmap(d->data, d->maxsize);
+    close((int)d->fd);
+}
+
+/// shrinking: every buffer's file cut to nothing and grown back, over and over.
+static void *shrink(void *data) {
+    struct source *s = data;
+    for (int i = 0; s->running; i++) {
+        pthread_mutex_lock(&s->lock);
+        for (int j = 0; j < 8; j++) if (s->fds[j] >= 0 && ftruncate(s->fds[j], i & 1 ? WIDTH * HEIGHT * 4 : 0) != 0) s->fds[j] = -1;
+        pthread_mutex_unlock(&s->lock);
+        usleep(200);
+    }
+    return NULL;
+}
 
 static void send_frame(void *data, uint64_t expirations) {
     struct source *s = data;
@@ -53,10 +109,14 @@ static void send_frame(void *data, uint64_t expirations) {
         header->seq = n;
         header->dts_offset = 0;
     }
-    if ((n % RATE == 0 || s->oversized) && d->data != NULL) {
+    int picture = mode(s, "image-first") ? n >= RATE && n % RATE == 0 : n % RATE == 0 || mode(s, "oversized") || mode(s, "shrinking");
+    if (picture && d->data != NULL) {
+        pthread_mutex_lock(&s->lock);
+        for (int i = 0; i < 8; i++) if (s->fds[i] >= 0 && ftruncate(s->fds[i], WIDTH * HEIGHT * 4) != 0) s->fds[i] = -1;
         memset(d->data, 0x80, (size_t)WIDTH * HEIGHT * 4);
+        pthread_mutex_unlock(&s->lock);
         d->chunk->offset = 0;
-        d->chunk->stride = WIDTH * 4 * (s->oversized ? 2 : 1);
+        d->chunk->stride = WIDTH * 4 * (mode(s, "oversized") ? 2 : 1);
         d->chunk->size = WIDTH * HEIGHT * 4;
     } else {
         d->chunk->size = 0;
@@ -66,13 +126,13 @@ static void send_frame(void *data, uint64_t expirations) {
         struct spa_meta_cursor *cursor = meta->data;
         cursor->id = 1;
         cursor->flags = 0;
-        cursor->position.x = n < 90 ? 40 + (int32_t)n : 200;
-        cursor->position.y = n < 90 ? 100 : 120;
+        cursor->position.x = mode(s, "image-first") ? 100 : n < 90 ? 40 + (int32_t)n : 200;
+        cursor->position.y = mode(s, "image-first") ? 100 : n < 90 ? 100 : 120;
         cursor->hotspot.x = 3;
         cursor->hotspot.y = 3;
         // The image with the picture, as a compositor sends it when it changes; no new image otherwise.
         cursor->bitmap_offset = 0;
-        if (n % RATE == 0) {
+        if (mode(s, "image-first") ? n == 5 : n % RATE == 0) {
             cursor->bitmap_offset = sizeof *cursor;
             struct spa_meta_bitmap *bitmap = SPA_PTROFF(cursor, cursor->bitmap_offset, struct spa_meta_bitmap);
             bitmap->format = SPA_VIDEO_FORMAT_RGBA;
@@ -119,14 +179,23 @@ static const struct pw_stream_events stream_events = {
     PW_VERSION_STREAM_EVENTS,
     .state_changed = on_state_changed,
     .param_changed = on_param_changed,
+    .add_buffer = add_buffer,
+    .remove_buffer = remove_buffer,
 };
 
 int main(int argc, char *argv[]) {
-    if (argc < 2 || argc > 3 || atof(argv[1]) <= 0 || (argc == 3 && strcmp(argv[2], "oversized") != 0)) {
-        fprintf(stderr, "usage: pipewire-cursor-source SECONDS [oversized]\n");
+    const char *modes[] = {"", "oversized", "shrinking", "image-first"};
+    int known = 0;
+    for (int i = 0; i < 4; i++) known |= argc == 3 && strcmp(argv[2], modes[i]) == 0;
+    if (argc < 2 || argc > 3 || atof(argv[1]) <= 0 || (argc == 3 && !known)) {
+        fprintf(stderr, "usage: pipewire-cursor-source SECONDS [oversized|shrinking|image-first]\n");
         return 2;
     }
-    struct source s = {.frames = (uint64_t)(atof(argv[1]) * RATE), .oversized = argc == 3};
+    struct source s = {.frames = (uint64_t)(atof(argv[1]) * RATE), .mode = argc == 3 ? argv[2] : "", .running = 1};
+    pthread_mutex_init(&s.lock, NULL);
+    for (int i = 0; i < 8; i++) s.fds[i] = -1;
+    pthread_t shrinker;
+    if (mode(&s, "shrinking")) pthread_create(&shrinker, NULL, shrink, &s);
     pw_init(&argc, &argv);
     s.loop = pw_main_loop_new(NULL);
     s.timer = pw_loop_add_timer(pw_main_loop_get_loop(s.loop), send_frame, &s);
@@ -142,11 +211,14 @@ int main(int argc, char *argv[]) {
         SPA_FORMAT_VIDEO_format, SPA_POD_Id(SPA_VIDEO_FORMAT_BGRx),
         SPA_FORMAT_VIDEO_size, SPA_POD_Rectangle(&SPA_RECTANGLE(WIDTH, HEIGHT)),
         SPA_FORMAT_VIDEO_framerate, SPA_POD_Fraction(&SPA_FRACTION(RATE, 1)));
-    if (pw_stream_connect(s.stream, PW_DIRECTION_OUTPUT, PW_ID_ANY, PW_STREAM_FLAG_DRIVER | PW_STREAM_FLAG_MAP_BUFFERS, params, 1) < 0) {
+    enum pw_stream_flags flags = PW_STREAM_FLAG_DRIVER | (mode(&s, "shrinking") ? PW_STREAM_FLAG_ALLOC_BUFFERS : PW_STREAM_FLAG_MAP_BUFFERS);
+    if (pw_stream_connect(s.stream, PW_DIRECTION_OUTPUT, PW_ID_ANY, flags, params, 1) < 0) {
         fprintf(stderr, "pipewire-cursor-source: cannot connect to PipeWire\n");
         return 1;
     }
     pw_main_loop_run(s.loop);
+    s.running = 0;
+    if (mode(&s, "shrinking")) pthread_join(shrinker, NULL);
     pw_stream_destroy(s.stream);
     pw_main_loop_destroy(s.loop);
     pw_deinit();

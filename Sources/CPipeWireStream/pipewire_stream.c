@@ -36,6 +36,8 @@ struct fr_pw_stream {
     uint32_t node;
     /// The registry named the node (1), and whether it is a video source; the first sync came back.
     int node_seen, node_is_video, synced, sync_seq;
+    /// What the id is when it is no node (the core, a client, a port), from the registry.
+    char other_type[64];
     /// Its object.serial: what a session manager's `target.object` names (not the id).
     char node_serial[32];
     struct spa_video_info_raw info;
@@ -130,7 +132,12 @@ static const struct pw_core_events core_events = {
 static void on_global(void *data, uint32_t id, uint32_t permissions, const char *type, uint32_t version, const struct spa_dict *props) {
     struct fr_pw_stream *s = data;
     (void)permissions, (void)version;
-    if (id != s->node || strcmp(type, PW_TYPE_INTERFACE_Node) != 0) return;
+    if (id != s->node) return;
+    if (strcmp(type, PW_TYPE_INTERFACE_Node) != 0) {
+        const char *name = strrchr(type, ':');
+        snprintf(s->other_type, sizeof s->other_type, "%s", name ? name + 1 : type);
+        return;
+    }
     s->node_seen = 1;
     const char *media = props ? spa_dict_lookup(props, PW_KEY_MEDIA_CLASS) : NULL;
     s->node_is_video = media != NULL && strstr(media, "Video") != NULL;
@@ -369,8 +376,11 @@ static void on_process(void *data) {
         read_cursor(s, buffer->buffer);
         if (!readable(s, buffer->buffer)) {
             // A picture (not the cursor alone) we cannot read: said in one line once they keep coming, not a silent black broadcast.
-            if (buffer->buffer->n_datas > 0 && buffer->buffer->datas[0].chunk->size > 0 && ++s->unreadable == FR_PW_UNREADABLE)
-                fail(s, FR_PW_FAILED, "the PipeWire node's last 60 pictures did not fit their buffers (a stride or offset past the buffer's end, or marked corrupted)");
+            if (buffer->buffer->n_datas > 0 && buffer->buffer->datas[0].chunk->size > 0 && ++s->unreadable == FR_PW_UNREADABLE) {
+                char text[192];
+                snprintf(text, sizeof text, "PipeWire node %u's last 60 pictures did not fit their buffers (a stride or offset past the buffer's end, or marked corrupted)", s->node);
+                fail(s, FR_PW_FAILED, text);
+            }
             pw_stream_queue_buffer(s->stream, buffer);
             continue;
         }
@@ -453,7 +463,9 @@ fr_pw_stream *fr_pw_stream_open(int fd, uint32_t node, char *error, size_t error
     pw_thread_loop_lock(s->loop);
     s->core = fd >= 0 ? pw_context_connect_fd(s->context, fd, NULL, 0) : pw_context_connect(s->context, NULL, 0);
     if (s->core == NULL) {
-        snprintf(error, error_size, "cannot connect to PipeWire (%s): is the pipewire daemon running in this session?", strerror(errno));
+        // libpipewire says EHOSTDOWN ("Host is down") when no daemon listens at the socket it looked for.
+        snprintf(error, error_size, "cannot connect to PipeWire (%s): is the pipewire daemon running in this session?",
+                 errno == EHOSTDOWN || errno == ENOENT || errno == ECONNREFUSED ? "no daemon at its socket" : strerror(errno));
         pw_thread_loop_unlock(s->loop);
         fr_pw_stream_close(s);
         return NULL;
@@ -475,7 +487,9 @@ fr_pw_stream *fr_pw_stream_open(int fd, uint32_t node, char *error, size_t error
         return NULL;
     }
     if (!s->node_seen || !s->node_is_video) {
-        snprintf(error, error_size, s->node_seen ? "PipeWire node %u is not a video source" : "PipeWire has no node %u", node);
+        if (s->node_seen) snprintf(error, error_size, "PipeWire node %u is not a video source", node);
+        else if (s->other_type[0]) snprintf(error, error_size, "PipeWire object %u is a %s, not a node (pw-cli ls Node lists the nodes)", node, s->other_type);
+        else snprintf(error, error_size, "PipeWire has no node %u", node);
         pw_thread_loop_unlock(s->loop);
         fr_pw_stream_close(s);
         return NULL;

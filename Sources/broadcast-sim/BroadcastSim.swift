@@ -59,7 +59,7 @@ struct BroadcastSim: ParsableCommand {
         return surface
     })
     var surface = ScreenCastSurface.monitor
-    @Option("cursor", "MODE", help: "For --source screencast: the pointer hidden, embedded (drawn by the compositor) or metadata (sent beside the picture and drawn here: a moving pointer changes only its own rectangles).", default: "embedded", transform: { text in
+    @Option("cursor", "MODE", help: "For a cast this producer starts (--source screencast): the pointer hidden, embedded (drawn by the compositor) or metadata (sent beside the picture and drawn here: a moving pointer changes only its own rectangles). A --pipewire-node's pointer is as its tool chose; one sent as metadata is drawn.", default: "embedded", transform: { text in
         guard let mode = ScreenCastCursor(rawValue: text) else {
             throw UsageError("invalid --cursor \"\(text)\": one of " + ScreenCastCursor.allCases.map(\.rawValue).joined(separator: ", "))
         }

@@ -185,9 +185,10 @@ import Testing
         ("no portal backend", true, false, "--cast portal", "the desktop portal offers no ScreenCast"),
         ("neither", true, false, "", "the desktop portal offers no ScreenCast"),
         ("no window to cast", true, true, "--cast mutter --surface window", "Mutter cannot cast a window"),
-        ("no PipeWire", false, false, "--pipewire-node 40", "cannot connect to PipeWire"),
+        ("no PipeWire", false, false, "--pipewire-node 40", "cannot connect to PipeWire (no daemon at its socket)"),
         ("an unknown node", true, false, "--pipewire-node 4000", "PipeWire has no node 4000"),
-        ("a node that is no video source", true, false, "--pipewire-node 0", "PipeWire has no node 0"),
+        ("an object that is no node", true, false, "--pipewire-node 0", "PipeWire object 0 is a Core, not a node"),
+        ("a node that is no video source", true, false, "--pipewire-node 28", "PipeWire node 28 is not a video source"),
     ])
     func aCastThatCannotStartSaysWhyInOneLine(_ case: String, pipewire: Bool, mutter: Bool, option: String, reason: String) throws {
         let group = uniqueGroup("castbad")

@@ -5,8 +5,9 @@
 // a frame from (40, 100) for 90 frames, then rests at (200, 120). The picture
 // is sent once a second; every other buffer carries the cursor alone (no
 // picture: chunk size 0), as a compositor does when only the pointer moved.
-// Ends after SECONDS. SwiftPM does not build it: the test compiles it.
-// MODE makes it a node that misbehaves:
+// Ends SECONDS after its stream first streams (10 s later if it never
+// does), or when its stream fails. SwiftPM does not build it: the test
+// compiles it. MODE makes it a node that misbehaves:
 //   oversized   a picture every frame whose chunk names a stride twice its
 //               row, so none fits its buffer;
 //   shrinking   a picture every frame in memfds of its own that a thread
@@ -37,7 +38,8 @@ struct source {
     struct pw_stream *stream;
     struct spa_hook listener;
     struct spa_source *timer;
-    uint64_t frame, frames;
+    uint64_t frame, frames, ticks;
+    int streaming;
     const char *mode;
     /// shrinking: the buffers' memfds, and a lock held while a picture is written (the file whole then).
     int fds[8];
@@ -91,14 +93,16 @@ static void *shrink(void *data) {
 static void send_frame(void *data, uint64_t expirations) {
     struct source *s = data;
     (void)expirations;
-    if (s->frame >= s->frames) {
+    // Frames by the clock once streaming, a buffer to send or not; and with no consumer at all, an end 10 s later.
+    if (s->frame >= s->frames || ++s->ticks >= s->frames + 10 * RATE) {
         pw_main_loop_quit(s->loop);
         return;
     }
+    if (!s->streaming) return;
+    uint64_t n = s->frame++;
     struct pw_buffer *b = pw_stream_dequeue_buffer(s->stream);
     if (b == NULL) return;
     struct spa_buffer *buffer = b->buffer;
-    uint64_t n = s->frame++;
     struct spa_data *d = &buffer->datas[0];
     struct spa_meta_header *header = spa_buffer_find_meta_data(buffer, SPA_META_Header, sizeof *header);
     if (header) {
@@ -148,10 +152,12 @@ static void send_frame(void *data, uint64_t expirations) {
 
 static void on_state_changed(void *data, enum pw_stream_state old, enum pw_stream_state state, const char *error) {
     struct source *s = data;
-    (void)old, (void)error;
-    struct timespec first = {0, 1}, interval = {0, SPA_NSEC_PER_SEC / RATE};
-    if (state == PW_STREAM_STATE_STREAMING) pw_loop_update_timer(pw_main_loop_get_loop(s->loop), s->timer, &first, &interval, false);
-    if (state == PW_STREAM_STATE_ERROR) pw_main_loop_quit(s->loop);
+
+    if (state == PW_STREAM_STATE_STREAMING) s->streaming = 1;  // from here on frames count, paused or not
+    if (state == PW_STREAM_STATE_ERROR || (state == PW_STREAM_STATE_UNCONNECTED && old != PW_STREAM_STATE_UNCONNECTED)) {
+        fprintf(stderr, "pipewire-cursor-source: the stream %s%s\n", state == PW_STREAM_STATE_ERROR ? "failed: " : "was disconnected", error ? error : "");
+        pw_main_loop_quit(s->loop);
+    }
 }
 
 static void on_param_changed(void *data, uint32_t id, const struct spa_pod *param) {
@@ -199,6 +205,8 @@ int main(int argc, char *argv[]) {
     pw_init(&argc, &argv);
     s.loop = pw_main_loop_new(NULL);
     s.timer = pw_loop_add_timer(pw_main_loop_get_loop(s.loop), send_frame, &s);
+    struct timespec first = {0, 1}, interval = {0, SPA_NSEC_PER_SEC / RATE};
+    pw_loop_update_timer(pw_main_loop_get_loop(s.loop), s.timer, &first, &interval, false);
     s.stream = pw_stream_new_simple(pw_main_loop_get_loop(s.loop), "frame-relay-test-cursor",
         pw_properties_new(PW_KEY_MEDIA_CLASS, "Video/Source", PW_KEY_MEDIA_TYPE, "Video", PW_KEY_MEDIA_CATEGORY, "Source", NULL),
         &stream_events, &s);

@@ -135,7 +135,9 @@ final class SessionBus {
         var bus: OpaquePointer?
         let r = sd_bus_open_user(&bus)
         guard r >= 0, let bus else {
-            throw .screenCast("cannot connect to the session D-Bus (\(String(cString: strerror(-r)))): is DBUS_SESSION_BUS_ADDRESS set?")
+            // sd-bus says ENOMEDIUM ("No medium found") when this environment names no session bus at all.
+            let why = r == -ENOMEDIUM ? "this environment names none" : String(cString: strerror(-r))
+            throw .screenCast("cannot connect to the session D-Bus (\(why)): is DBUS_SESSION_BUS_ADDRESS set?")
         }
         self.bus = bus
     }

@@ -24,6 +24,24 @@ struct fr_pw_plane {
     size_t offset, stride;
 };
 
+/// A buffer's data mapped whole for as long as PipeWire keeps the buffer:
+/// a small picture's rows are read with no mmap a band (PipeWire cycles a
+/// few buffers, so after the first pictures no page is mapped again).
+struct fr_pw_mapping {
+    struct pw_buffer *buffer;
+    uint32_t data;
+    /// The mapping, from the page holding the data's mapoffset.
+    uint8_t *base;
+    size_t size, lead;
+    int guard;
+    uint32_t faults;
+};
+
+/// Pictures whose data is at most this large are mapped whole (1080p BGRx
+/// is 8.3 MB), up to FR_PW_MAPPED_MOST bytes in all; larger ones a band at a
+/// time, so a large monitor's buffers never stay resident.
+enum { FR_PW_MAPPED_EACH = 16 << 20, FR_PW_MAPPED_MOST = 48 << 20, FR_PW_MAPPINGS = 16 };
+
 struct fr_pw_stream {
     struct pw_thread_loop *loop;
     struct pw_context *context;
@@ -58,6 +76,9 @@ struct fr_pw_stream {
     /// Each window's segment guard (-1: none): a node may shrink its memfd
     /// under the read, which would be SIGBUS; guarded, the read finds zeros and we learn of it.
     int guard[3];
+    /// Buffers' datas mapped whole (fr_pw_mapping), and their bytes in all.
+    struct fr_pw_mapping mappings[FR_PW_MAPPINGS];
+    size_t mapped_bytes;
     /// What changed since the last take: rectangles, or -1 for the whole picture.
     int damage_count;
     /// The last buffer's SPA_META_Header seq: a gap is a picture PipeWire
@@ -399,10 +420,45 @@ static void on_process(void *data) {
 }
 
 /// A buffer PipeWire takes back (a new format, the stream's end): never queued or read again.
+/// Unmaps a whole mapping (its buffer went, or the stream closes).
+static void unmap_whole(struct fr_pw_stream *s, struct fr_pw_mapping *m) {
+    if (m->guard >= 0) segment_guard_unregister(m->guard);
+    munmap(m->base, m->size);
+    s->mapped_bytes -= m->size;
+    memset(m, 0, sizeof *m);
+}
+
 static void on_remove_buffer(void *data, struct pw_buffer *buffer) {
     struct fr_pw_stream *s = data;
     if (s->pending == buffer) s->pending = NULL;
     if (s->held == buffer) s->held = NULL;
+    for (int i = 0; i < FR_PW_MAPPINGS; i++) if (s->mappings[i].buffer == buffer) unmap_whole(s, &s->mappings[i]);
+}
+
+/// Data `index` of `buffer` mapped whole: the mapping kept from an earlier
+/// picture, or a new one when it is small enough and room is left; NULL when
+/// it is read a band at a time.
+static struct fr_pw_mapping *mapped_whole(struct fr_pw_stream *s, struct pw_buffer *buffer, uint32_t index) {
+    struct fr_pw_mapping *free_slot = NULL;
+    for (int i = 0; i < FR_PW_MAPPINGS; i++) {
+        if (s->mappings[i].buffer == buffer && s->mappings[i].data == index) return &s->mappings[i];
+        if (s->mappings[i].buffer == NULL && free_slot == NULL) free_slot = &s->mappings[i];
+    }
+    struct spa_data *d = &buffer->buffer->datas[index];
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), lead = d->mapoffset % page, size = lead + d->maxsize;
+    struct stat file;
+    if (free_slot == NULL || d->maxsize > FR_PW_MAPPED_EACH || s->mapped_bytes + size > FR_PW_MAPPED_MOST ||
+        fstat((int)d->fd, &file) != 0 || (uint64_t)file.st_size < (uint64_t)d->mapoffset + d->maxsize) return NULL;
+    void *base = mmap(NULL, size, PROT_READ, MAP_SHARED, (int)d->fd, (off_t)(d->mapoffset - lead));
+    if (base == MAP_FAILED) return NULL;
+    int guard = segment_guard_register(base, size);
+    if (guard < 0) {
+        munmap(base, size);
+        return NULL;
+    }
+    *free_slot = (struct fr_pw_mapping){buffer, index, base, size, lead, guard, 0};
+    s->mapped_bytes += size;
+    return free_slot;
 }
 
 static const struct pw_stream_events stream_events = {
@@ -426,6 +482,14 @@ static int unmap_window(struct fr_pw_stream *s) {
         if (s->window[p]) munmap(s->window[p], s->window_size[p]);
         s->window[p] = NULL;
         s->window_size[p] = 0;
+    }
+    // The whole mappings read since the last look (the held buffer's).
+    for (int i = 0; i < FR_PW_MAPPINGS; i++) {
+        struct fr_pw_mapping *m = &s->mappings[i];
+        if (m->buffer == NULL) continue;
+        uint32_t faults = segment_guard_faults(m->guard);
+        if (faults != m->faults) whole = 0;
+        m->faults = faults;
     }
     if (!whole) fail(s, FR_PW_FAILED, "the PipeWire node shrank a buffer while we read it (a memfd not sealed against that): its pictures cannot be read");
     return whole;
@@ -661,6 +725,11 @@ int fr_pw_stream_rows(fr_pw_stream *s, int y, int rows, const uint8_t *planes[3]
                 planes[mapped] = (const uint8_t *)d->data + into;
                 continue;
             }
+            struct fr_pw_mapping *whole_data = mapped_whole(s, s->held, plane->data);
+            if (whole_data) {
+                planes[mapped] = whole_data->base + whole_data->lead + into;
+                continue;
+            }
             // The band's bytes from a page boundary: only they come into memory (populated at once, not fault by fault).
             size_t start = (size_t)d->mapoffset + into;
             size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -688,6 +757,7 @@ void fr_pw_stream_close(fr_pw_stream *s) {
     if (s->loop) pw_thread_loop_lock(s->loop);
     unmap_window(s);
     if (s->stream) pw_stream_destroy(s->stream);
+    for (int i = 0; i < FR_PW_MAPPINGS; i++) if (s->mappings[i].buffer) unmap_whole(s, &s->mappings[i]);
     if (s->registry) pw_proxy_destroy((struct pw_proxy *)s->registry);
     if (s->core) pw_core_disconnect(s->core);
     if (s->loop) {

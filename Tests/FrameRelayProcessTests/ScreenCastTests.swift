@@ -134,6 +134,30 @@ import Testing
         #expect(!segmentExists(group))
     }
 
+    /// The node's picture changes size mid-stream (its format renegotiated,
+    /// as a monitor changing its mode; the test's source goes from 320x240
+    /// to 480x360 a second in): the ring grows, and the host's first frame
+    /// of the new size is a keyframe, every frame decoded by ffmpeg.
+    @Test func aSizeChangeMidStreamGivesAKeyframeOfTheNewSize() throws {
+        let group = uniqueGroup("castresize")
+        let run = inDesktopSession("""
+            clang -O1 -o $D/cursor-source '\(pipeWireCursorSource)' $(pkg-config --cflags --libs libpipewire-0.3) -lpthread || echo "cannot build the source"
+            $D/cursor-source 6 resize > $D/source.log 2>&1 & G=$!
+            video_source
+            $FR --app-group \(group.name) --duration 5 --quiet --record $D/out.ivf & H=$!
+            $SIM --source screencast --pipewire-node $NODE --app-group \(group.name) --duration 4 2> $D/sim.log
+            echo "sim exit $?"; wait $H; echo "host exit $?"; wait $G; cat $D/sim.log $D/source.log
+            """, mutter: false)
+        #expect(run.output.contains("sim exit 0") && run.output.contains("host exit 0"), "\(run.output.suffix(2000))")
+        #expect(run.output.contains("the picture grew to 480x360"), "\(run.output.suffix(2000))")
+        let frames = FFmpeg.frames(run.directory + "/out.ivf")
+        let larger = try #require(frames.firstIndex { $0.width == 480 }, "\(frames.count) frames, none 480 wide")
+        #expect(frames[0].key && frames[0].width == 320 && larger >= 10, "\(frames.prefix(3))")
+        #expect(frames[larger].key && frames.count - larger >= 20 && frames[larger...].allSatisfy { $0.width == 480 }, "from frame \(larger): \(frames[larger...].prefix(3))")
+        #expect(FFmpeg.decodeErrors(run.directory + "/out.ivf").isEmpty)
+        #expect(!segmentExists(group))
+    }
+
     /// A node that misbehaves once pictures flow: each picture's chunk
     /// naming a stride twice its row (none fits its buffer), or its memfds
     /// shrunk to nothing and grown back while the producer reads them (a

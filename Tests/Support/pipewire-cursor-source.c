@@ -13,7 +13,9 @@
 //   shrinking   a picture every frame in memfds of its own that a thread
 //               keeps shrinking to nothing and growing back (not sealed);
 //   image-first the pointer rests at (100, 100) and its image comes once,
-//               in a buffer with no picture, before the first picture.
+//               in a buffer with no picture, before the first picture;
+//   resize      a second in, the picture becomes 480x360 (the stream's
+//               format renegotiated, as a monitor changing its mode).
 //
 //     pipewire-cursor-source SECONDS [MODE]
 
@@ -30,7 +32,9 @@
 #include <spa/buffer/meta.h>
 #include <spa/param/video/format-utils.h>
 
-enum { WIDTH = 320, HEIGHT = 240, POINTER = 16, RATE = 30 };
+enum { POINTER = 16, RATE = 30 };
+/// The picture's size (`resize` makes it 480x360 a second in).
+static int WIDTH = 320, HEIGHT = 240;
 #define CURSOR_META_SIZE (sizeof(struct spa_meta_cursor) + sizeof(struct spa_meta_bitmap) + POINTER * POINTER * 4)
 
 struct source {
@@ -48,6 +52,16 @@ struct source {
 };
 
 static int mode(struct source *s, const char *name) { return strcmp(s->mode, name) == 0; }
+
+/// The one format offered: BGRx at the picture's size, RATE frames/s.
+static const struct spa_pod *video_format(struct spa_pod_builder *b) {
+    return spa_pod_builder_add_object(b, SPA_TYPE_OBJECT_Format, SPA_PARAM_EnumFormat,
+        SPA_FORMAT_mediaType, SPA_POD_Id(SPA_MEDIA_TYPE_video),
+        SPA_FORMAT_mediaSubtype, SPA_POD_Id(SPA_MEDIA_SUBTYPE_raw),
+        SPA_FORMAT_VIDEO_format, SPA_POD_Id(SPA_VIDEO_FORMAT_BGRx),
+        SPA_FORMAT_VIDEO_size, SPA_POD_Rectangle(&SPA_RECTANGLE(WIDTH, HEIGHT)),
+        SPA_FORMAT_VIDEO_framerate, SPA_POD_Fraction(&SPA_FRACTION(RATE, 1)));
+}
 
 /// shrinking: a buffer of our own, in a memfd nobody sealed.
 static void add_buffer(void *data, struct pw_buffer *b) {
@@ -100,6 +114,14 @@ static void send_frame(void *data, uint64_t expirations) {
     }
     if (!s->streaming) return;
     uint64_t n = s->frame++;
+    if (mode(s, "resize") && n == RATE) {
+        WIDTH = 480, HEIGHT = 360;
+        uint8_t storage[1024];
+        struct spa_pod_builder b = SPA_POD_BUILDER_INIT(storage, sizeof storage);
+        const struct spa_pod *params[1] = {video_format(&b)};
+        pw_stream_update_params(s->stream, params, 1);
+        return;
+    }
     struct pw_buffer *b = pw_stream_dequeue_buffer(s->stream);
     if (b == NULL) return;
     struct spa_buffer *buffer = b->buffer;
@@ -190,11 +212,11 @@ static const struct pw_stream_events stream_events = {
 };
 
 int main(int argc, char *argv[]) {
-    const char *modes[] = {"", "oversized", "shrinking", "image-first"};
+    const char *modes[] = {"", "oversized", "shrinking", "image-first", "resize"};
     int known = 0;
-    for (int i = 0; i < 4; i++) known |= argc == 3 && strcmp(argv[2], modes[i]) == 0;
+    for (int i = 0; i < 5; i++) known |= argc == 3 && strcmp(argv[2], modes[i]) == 0;
     if (argc < 2 || argc > 3 || atof(argv[1]) <= 0 || (argc == 3 && !known)) {
-        fprintf(stderr, "usage: pipewire-cursor-source SECONDS [oversized|shrinking|image-first]\n");
+        fprintf(stderr, "usage: pipewire-cursor-source SECONDS [oversized|shrinking|image-first|resize]\n");
         return 2;
     }
     struct source s = {.frames = (uint64_t)(atof(argv[1]) * RATE), .mode = argc == 3 ? argv[2] : "", .running = 1};
@@ -212,13 +234,7 @@ int main(int argc, char *argv[]) {
         &stream_events, &s);
     uint8_t storage[1024];
     struct spa_pod_builder b = SPA_POD_BUILDER_INIT(storage, sizeof storage);
-    const struct spa_pod *params[1];
-    params[0] = spa_pod_builder_add_object(&b, SPA_TYPE_OBJECT_Format, SPA_PARAM_EnumFormat,
-        SPA_FORMAT_mediaType, SPA_POD_Id(SPA_MEDIA_TYPE_video),
-        SPA_FORMAT_mediaSubtype, SPA_POD_Id(SPA_MEDIA_SUBTYPE_raw),
-        SPA_FORMAT_VIDEO_format, SPA_POD_Id(SPA_VIDEO_FORMAT_BGRx),
-        SPA_FORMAT_VIDEO_size, SPA_POD_Rectangle(&SPA_RECTANGLE(WIDTH, HEIGHT)),
-        SPA_FORMAT_VIDEO_framerate, SPA_POD_Fraction(&SPA_FRACTION(RATE, 1)));
+    const struct spa_pod *params[1] = {video_format(&b)};
     enum pw_stream_flags flags = PW_STREAM_FLAG_DRIVER | (mode(&s, "shrinking") ? PW_STREAM_FLAG_ALLOC_BUFFERS : PW_STREAM_FLAG_MAP_BUFFERS);
     if (pw_stream_connect(s.stream, PW_DIRECTION_OUTPUT, PW_ID_ANY, flags, params, 1) < 0) {
         fprintf(stderr, "pipewire-cursor-source: cannot connect to PipeWire\n");

@@ -67,6 +67,8 @@ struct fr_pw_stream {
     char error[256];
     /// The newest whole buffer not yet taken, and the one taken (mapped until the next take).
     struct pw_buffer *pending, *held;
+    /// When PipeWire handed `pending` to us (CLOCK_MONOTONIC, ns).
+    int64_t pending_delivered;
     /// The part of `held` that is the picture (SPA_META_VideoCrop: a window
     /// in a larger stream), and the part the take before it was.
     fr_pw_rect crop, last_crop;
@@ -416,6 +418,9 @@ static void on_process(void *data) {
     // A newer whole picture replaces the one not yet taken: its damage was added above.
     if (s->pending) pw_stream_queue_buffer(s->stream, s->pending);
     s->pending = newest;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    s->pending_delivered = (int64_t)now.tv_sec * SPA_NSEC_PER_SEC + now.tv_nsec;
     pw_thread_loop_signal(s->loop, false);
 }
 
@@ -645,6 +650,7 @@ int fr_pw_stream_take(fr_pw_stream *s, fr_pw_frame *frame) {
             for (int p = 0; p < 3; p++) frame->strides[p] = p < plane_count(s->format) ? (int)s->planes[p].stride : 0;
             frame->format = s->format;
             frame->pts = -1;
+            frame->delivered = -1;
             frame->damage_count = 0;
             frame->picture = 0;
             take_cursor(s, frame);
@@ -683,6 +689,7 @@ int fr_pw_stream_take(fr_pw_stream *s, fr_pw_frame *frame) {
     frame->format = s->format;
     struct spa_meta_header *header = spa_buffer_find_meta_data(s->held->buffer, SPA_META_Header, sizeof *header);
     frame->pts = header ? header->pts : -1;
+    frame->delivered = s->pending_delivered;
     // Damage is in the buffer's coordinates: moved to the picture's; a crop that moved makes all of it new.
     int moved = memcmp(&s->crop, &s->last_crop, sizeof s->crop) != 0;
     s->last_crop = s->crop;

@@ -188,6 +188,7 @@ struct BroadcastSim: ParsableCommand {
         /// CPU used when the first frame was done, and frames since.
         var cpuAtFirstFrame: Double?
         var framesSinceFirst: UInt64 = 0
+        var deliveredToPublished = LatencyHistogram()
 
         loop: while true {
             if Signals.stops.load(ordering: .relaxed) > 0 { stopReason = "signal"; break }
@@ -264,6 +265,10 @@ struct BroadcastSim: ParsableCommand {
                 if !s.quiet { log("the picture grew to \(geometry.0)x\(geometry.1): the ring's slots now hold \(capacity) bytes") }
                 result = send()
             }
+            // A screen cast's new picture: from PipeWire handing it over to its publishing.
+            if case .published = result, let delivered = (source as? PipeWireCapture)?.delivered {
+                deliveredToPublished.record(MonotonicClock.now() &- delivered)
+            }
             switch result {
             case .published: published += 1
             case .publishedToNewRing(let reason):
@@ -308,7 +313,8 @@ struct BroadcastSim: ParsableCommand {
                 throttled: handler.throttled, maxSampleMicros: Double(handler.maxSampleNanoseconds) / 1000,
                 peakRSSBytes: peakRSSBytes(), stopReason: stopReason, slotCapacity: handler.slotCapacity,
                 ringsRecreated: handler.ring?.recreations ?? 0,
-                cpuPerFrameMicros: framesSinceFirst > 0 ? (Processor.processCPUSeconds() * 1e6 - cpuAtFirstFrame!) / Double(framesSinceFirst) : 0)
+                cpuPerFrameMicros: framesSinceFirst > 0 ? (Processor.processCPUSeconds() * 1e6 - cpuAtFirstFrame!) / Double(framesSinceFirst) : 0,
+                deliveredToPublished: deliveredToPublished.count > 0 ? deliveredToPublished.summary : nil)
             try OutputFile.write(String(decoding: try JSONEncoder().encode(stats), as: UTF8.self), to: path)
         }
         return 0

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import FrameRelaySystem
 
 /// Counters written by --report.
 struct ProducerStats: Codable {
@@ -17,6 +18,10 @@ struct ProducerStats: Codable {
     /// after the first, in µs: what capturing and publishing a frame costs,
     /// without the start (a screen cast's D-Bus and PipeWire set-up).
     var cpuPerFrameMicros: Double
+    /// A screen cast's new pictures from PipeWire handing them over to
+    /// their publishing in the ring (the producer's own part of capture →
+    /// published; the compositor's, from its pts, comes before), in µs.
+    var deliveredToPublished: LatencySummary?
 }
 
 /// VmHWM: the most resident memory this process has had, ring mapping included.

@@ -34,6 +34,8 @@ typedef struct {
     /// The compositor's time for the picture (SPA_META_Header pts, ns; its
     /// clock is CLOCK_MONOTONIC for Mutter), or -1 when the buffer has none.
     int64_t pts;
+    /// When PipeWire handed the picture to us (CLOCK_MONOTONIC, ns).
+    int64_t delivered;
     /// Whether the picture is new (0: only the cursor changed; the picture
     /// is the one taken before, still held).
     int picture;

@@ -67,6 +67,10 @@ public final class PipeWireCapture: DrawingFrameSource {
     private let cast: ScreenCastSession?
     /// Why the cast ended, once it did (the source then has no more frames).
     public private(set) var ended: String?
+    /// When PipeWire handed over the picture of the frame given out last
+    /// (monotonic ns), nil when that frame brought no new picture: the
+    /// producer's own part of capture → published starts here.
+    public private(set) var delivered: UInt64?
 
     /// Rows mapped and converted at a time: 350 KB of a 2732-wide picture.
     private static let band = 32
@@ -187,8 +191,10 @@ public final class PipeWireCapture: DrawingFrameSource {
         guard fr_pw_stream_take(stream, &frame) == 1 else {
             // Nothing drawn since the last picture (or none yet: the first frame is the empty picture, whole).
             defer { announced = true }
+            delivered = nil
             return (announced ? .none : .unknown, nil)
         }
+        delivered = frame.delivered > 0 ? UInt64(frame.delivered) : nil
         announced = true
         let cursorBefore = cursor
         cursor = frame.cursor.width > 0 ? PixelRect(x: Int(frame.cursor.x), y: Int(frame.cursor.y), width: Int(frame.cursor.width),

@@ -98,7 +98,7 @@ let package = Package(
         // Unit tests, one target per library: one process, no program
         // started but a checker (node, python3); `scripts/test --unit` runs them.
         .testTarget(name: "FrameRelaySystemTests", dependencies: ["FrameRelaySystem"]),
-        .testTarget(name: "FrameRelayFramesTests", dependencies: ["CMemory", "CTurboJPEG", "CVpx", "CYuv"]),
+        .testTarget(name: "FrameRelayFramesTests", dependencies: ["FrameRelayFrames", "CMemory", "CTurboJPEG", "CVpx", "CYuv"]),
         .testTarget(name: "FrameRelayRingTests", dependencies: ["FrameRelayFrames", "FrameRelayRing", "FrameRelayProducer", "FrameRelayTestSupport"]),
         .testTarget(
             name: "FrameRelayProducerTests",

@@ -56,6 +56,7 @@ public final class ContentAwareEncoder {
             var layer = settings
             layer.bitrateKbps = simulcast.bitrate(stream: stream, top: settings.bitrateKbps)
             layer.temporalLayers = simulcast.streams > 1 ? 2 : 1
+            if stream < simulcast.streams - 1 { layer.speed = Simulcast.lowerLayerSpeed }
             return try SimulcastLayer(stream: stream, isTop: stream == simulcast.streams - 1, settings: layer)
         }
         self.converter = converter

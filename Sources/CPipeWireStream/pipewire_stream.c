@@ -401,7 +401,8 @@ static void on_process(void *data) {
             // A picture (not the cursor alone) we cannot read: said in one line once they keep coming, not a silent black broadcast.
             if (buffer->buffer->n_datas > 0 && buffer->buffer->datas[0].chunk->size > 0 && ++s->unreadable == FR_PW_UNREADABLE) {
                 char text[192];
-                snprintf(text, sizeof text, "PipeWire node %u's last 60 pictures did not fit their buffers (a stride or offset past the buffer's end, or marked corrupted)", s->node);
+                snprintf(text, sizeof text, "PipeWire node %u's last %d pictures did not fit their buffers (a stride or offset past the buffer's end, or marked corrupted)",
+                         s->node, FR_PW_UNREADABLE);
                 fail(s, FR_PW_FAILED, text);
             }
             pw_stream_queue_buffer(s->stream, buffer);
@@ -424,7 +425,6 @@ static void on_process(void *data) {
     pw_thread_loop_signal(s->loop, false);
 }
 
-/// A buffer PipeWire takes back (a new format, the stream's end): never queued or read again.
 /// Unmaps a whole mapping (its buffer went, or the stream closes).
 static void unmap_whole(struct fr_pw_stream *s, struct fr_pw_mapping *m) {
     if (m->guard >= 0) segment_guard_unregister(m->guard);
@@ -433,6 +433,7 @@ static void unmap_whole(struct fr_pw_stream *s, struct fr_pw_mapping *m) {
     memset(m, 0, sizeof *m);
 }
 
+/// A buffer PipeWire takes back (a new format, the stream's end): never queued or read again.
 static void on_remove_buffer(void *data, struct pw_buffer *buffer) {
     struct fr_pw_stream *s = data;
     if (s->pending == buffer) s->pending = NULL;
@@ -623,6 +624,14 @@ enum fr_pw_state fr_pw_stream_state(fr_pw_stream *s, char *error, size_t error_s
     return state;
 }
 
+/// The picture held into `frame`: its size (the crop's), format and planes' strides.
+static void describe_held(struct fr_pw_stream *s, fr_pw_frame *frame) {
+    frame->width = s->crop.width;
+    frame->height = s->crop.height;
+    frame->format = s->format;
+    for (int p = 0; p < 3; p++) frame->strides[p] = p < plane_count(s->format) ? (int)s->planes[p].stride : 0;
+}
+
 /// The cursor into `frame`: where it falls in the picture, its image taken when it changed.
 static void take_cursor(struct fr_pw_stream *s, fr_pw_frame *frame) {
     // The image's top-left in the picture, in 64 bits (a node may send any position and hotspot): drawn only where it touches the picture.
@@ -645,10 +654,7 @@ int fr_pw_stream_take(fr_pw_stream *s, fr_pw_frame *frame) {
         // No new picture: the cursor alone, over the picture still held (before the first, nothing to take).
         int cursor = s->cursor_dirty && s->held != NULL;
         if (cursor) {
-            frame->width = s->crop.width;
-            frame->height = s->crop.height;
-            for (int p = 0; p < 3; p++) frame->strides[p] = p < plane_count(s->format) ? (int)s->planes[p].stride : 0;
-            frame->format = s->format;
+            describe_held(s, frame);
             frame->pts = -1;
             frame->delivered = -1;
             frame->damage_count = 0;
@@ -683,10 +689,7 @@ int fr_pw_stream_take(fr_pw_stream *s, fr_pw_frame *frame) {
         if (s->format == FR_PW_FORMAT_I420 || s->format == FR_PW_FORMAT_NV12) w += x & 1, h += y & 1, x &= ~1, y &= ~1;
         if (w > 0 && h > 0) s->crop = (fr_pw_rect){x, y, w, h};
     }
-    frame->width = s->crop.width;
-    frame->height = s->crop.height;
-    for (int p = 0; p < 3; p++) frame->strides[p] = p < plane_count(s->format) ? (int)s->planes[p].stride : 0;
-    frame->format = s->format;
+    describe_held(s, frame);
     struct spa_meta_header *header = spa_buffer_find_meta_data(s->held->buffer, SPA_META_Header, sizeof *header);
     frame->pts = header ? header->pts : -1;
     frame->delivered = s->pending_delivered;

@@ -223,9 +223,8 @@ public final class PipeWireCapture: DrawingFrameSource {
             }
             if frame.cursor_changed != 0 {
                 // The pointer moved or changed: where it was and where it is are new.
-                for rect in [cursorBefore, cursor] {
-                    if let even = rect?.evenEdges(width: width, height: height), !even.isEmpty { changed.add(even) }
-                }
+                if let even = cursorBefore?.evenEdges(width: width, height: height), !even.isEmpty { changed.add(even) }
+                if let even = cursor?.evenEdges(width: width, height: height), !even.isEmpty { changed.add(even) }
             }
             region = changed
         }

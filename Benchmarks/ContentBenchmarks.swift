@@ -198,6 +198,9 @@ private final class ContentFrames {
 /// so both meet the same machine at the same moment: the host's CPU per
 /// frame (its thread's, every layer's encode included) of two layers over one.
 /// A window moving every frame has an objective: two layers at most 1.3×.
+/// The extra says the same for the run's second half (after both layers'
+/// refinement of the first keyframe) and how many frames the small layer
+/// encoded and left to a later one (``Simulcast/smallChangeRate``).
 func layersBenchmarks(quick: Bool) throws -> [BenchmarkResult] {
     let count = quick ? 90 : 300
     let (width, height) = (1280, 720)
@@ -208,7 +211,7 @@ func layersBenchmarks(quick: Bool) throws -> [BenchmarkResult] {
         let one = try RelayPath(capacity: capacity, settings: VP8Settings(), encodeEveryFrame: false, group: "group.bench.framerelay.layers1")
         let two = try RelayPath(capacity: capacity, settings: VP8Settings(), encodeEveryFrame: false, simulcast: Simulcast(layers: 2),
                                 group: "group.bench.framerelay.layers2")
-        var cpu = (one: 0.0, two: 0.0)
+        var cpu = (one: 0.0, two: 0.0), secondHalf = (one: 0.0, two: 0.0)
         let start = MonotonicClock.now()
         for n in 0..<count {
             let frame = try frames.frame(n)
@@ -218,10 +221,13 @@ func layersBenchmarks(quick: Bool) throws -> [BenchmarkResult] {
             guard n >= 5 else { continue }  // warm-up: the first keyframes
             cpu.one += Double(a.cpu)
             cpu.two += Double(b.cpu)
+            if n >= count / 2 { (secondHalf.one, secondHalf.two) = (secondHalf.one + Double(a.cpu), secondHalf.two + Double(b.cpu)) }
         }
-        let frameCount = Double(count - 5)
+        let frameCount = Double(count - 5), halfCount = Double(count - count / 2), small = two.pipeline.stats.layers[0]
         results.append(BenchmarkResult(name: "layers.\(source).720p.two_to_one_layer_cpu_ratio", unit: "x", value: cpu.two / cpu.one,
-            extra: String(format: "host CPU a frame: two layers %.0f µs, one layer %.0f µs", cpu.two / frameCount / 1000, cpu.one / frameCount / 1000),
+            extra: String(format: "host CPU a frame: two layers %.0f µs, one layer %.0f µs; second half %.1f against %.1f µs; the small layer encoded %d frames, left %d to a later one",
+                          cpu.two / frameCount / 1000, cpu.one / frameCount / 1000, secondHalf.two / halfCount / 1000, secondHalf.one / halfCount / 1000,
+                          small.frames, small.gathered),
             atMost: source == "pattern" ? 1.3 : nil))
     }
     return results

@@ -68,14 +68,47 @@ struct SimulcastTests {
         #expect(share.pipeline.stats.layers.map(\.baseFrames) == [UInt64(frames.count)])
     }
 
+    @Test func aLowerLayerSendsSmallChangesAtFiveFramesASecondAndLargeOnesAndKeyframesAtOnce() throws {
+        let (width, height) = (1280, 720)
+        var options = SharePipeline.Options()
+        options.settings.threads = 1
+        options.settings.keyframeInterval = 0
+        options.simulcast = Simulcast()
+        let sink = Streams()
+        let share = try InProcessShare("gather", width: width, height: height, options: options, sinks: [sink])
+        // Two seconds of typing (two characters a frame: a few of the small layer's 920 macroblocks),
+        // a keyframe asked of the small layer at frame 45, then a window moving every frame.
+        let typing = try ContentScreen(.typing, width: width, height: height), moving = try SyntheticScreen(width: width, height: height)
+        for n in 0..<60 {
+            let source = try #require(typing.nextFrame(number: UInt64(n)))
+            if n == 45 { share.pipeline.requestKeyframe(on: .stream(0)) }
+            _ = try share.relay(source.picture, n, damage: source.damage)
+        }
+        let typed = try #require(sink.frames[0]), topTyped = try #require(sink.frames[1]).count
+        #expect(topTyped == 60)
+        let interval: UInt64 = 33_333_333
+        // The first frame (a keyframe), then one every six frame intervals, and the keyframe asked for at once.
+        let frames = typed.map { Int($0.captureTime / interval) - 1 }
+        #expect(frames == [0, 6, 12, 18, 24, 30, 36, 42, 45, 51, 57], "\(frames)")
+        #expect(typed.map(\.key) == [true] + Array(repeating: false, count: 7) + [true, false, false])
+        #expect(share.pipeline.stats.layers[0].gathered == 60 - UInt64(typed.count))
+        for n in 60..<90 {
+            let source = try #require(try moving.nextFrame(number: UInt64(n)))
+            _ = try share.relay(source.picture, n, damage: source.damage)
+        }
+        // A window moving is a large change: every frame on both layers.
+        #expect(sink.frames[0]!.count - typed.count == 30 && sink.frames[1]!.count - topTyped == 30)
+    }
+
     /// What a share sent on each stream, frame by frame.
     private final class Streams: FrameSink {
-        struct Frame { var bytes: [UInt8]; var key: Bool; var temporal: VP8TemporalLayer?; var width: Int }
+        struct Frame { var bytes: [UInt8]; var key: Bool; var temporal: VP8TemporalLayer?; var width: Int; var captureTime: UInt64 }
         var frames: [Int: [Frame]] = [:]
         var top: [Bool] = []
 
         func deliver(_ frame: EncodedFrame, captureTime: UInt64, timing: inout FrameTiming) {
-            frames[frame.layer, default: []].append(Frame(bytes: Array(frame.bytes), key: frame.isKeyframe, temporal: frame.temporalLayer, width: frame.width))
+            frames[frame.layer, default: []].append(Frame(bytes: Array(frame.bytes), key: frame.isKeyframe, temporal: frame.temporalLayer, width: frame.width,
+                                                          captureTime: captureTime))
             top.append(frame.isTopLayer)
         }
     }
@@ -92,6 +125,31 @@ struct SimulcastTests {
             }
         }
         return read
+    }
+
+    /// The worst 16×16 block's PSNR (dB) of `luma` (`width`×`height`, row by
+    /// row) against `picture`'s luma scaled down `scale` times (each sample
+    /// the mean of its `scale`×`scale` block, as the host's scaler makes it at
+    /// half size): a change the layer never coded leaves its blocks far off.
+    private func worstBlockPSNR(_ luma: [UInt8], width: Int, height: Int, against picture: PixelBuffer, scale: Int) -> Double {
+        let source = picture.plane(0).assumingMemoryBound(to: UInt8.self), rowStride = picture.stride(0)
+        var worst = Double.infinity
+        for blockY in stride(from: 0, to: height, by: 16) {
+            for blockX in stride(from: 0, to: width, by: 16) {
+                var error = 0.0, samples = 0.0
+                for y in blockY..<min(height, blockY + 16) {
+                    for x in blockX..<min(width, blockX + 16) {
+                        var sum = 0
+                        for dy in 0..<scale { for dx in 0..<scale { sum += Int(source[(y * scale + dy) * rowStride + x * scale + dx]) } }
+                        let scaled = Double(sum) / Double(scale * scale)
+                        error += pow(scaled - Double(luma[y * width + x]), 2)
+                        samples += 1
+                    }
+                }
+                worst = min(worst, 10 * log10(255 * 255 / max(error / samples, 1e-9)))
+            }
+        }
+        return worst
     }
 
     /// Decodes `frames` in order; the last picture's luma, row by row, and how many failed.
@@ -175,7 +233,12 @@ struct SimulcastTests {
             // The upper temporal layer references only the base and is never referenced.
             #expect(frames.allSatisfy { $0.temporal?.id == 0 || $0.temporal == VP8TemporalLayer(id: 1, sync: true, discardable: true) })
             let base = frames.filter { $0.temporal?.id == 0 }
-            #expect(base.count * 10 >= frames.count * 4 && base.count * 10 <= frames.count * 7, "\(base.count) of \(frames.count) in the base layer")
+            if frames.first?.width == width {
+                #expect(base.count * 10 >= frames.count * 4 && base.count * 10 <= frames.count * 7, "\(base.count) of \(frames.count) in the base layer")
+            } else {
+                // Typing is a small change: the small layer sends it at 5 frames/s (100 frames: 17, and its first change at once).
+                #expect(frames.count <= 100 / 6 + 2, "\(frames.count) frames: \(frames.map { Int($0.captureTime / 33_333_333) - 1 })")
+            }
             #expect(frames.last?.temporal?.id == 0)
             let whole = try decode(frames), alone = try decode(base)
             #expect(whole.errors == 0 && alone.errors == 0)
@@ -194,6 +257,9 @@ struct SimulcastTests {
         }
         let psnr = 10 * log10(255 * 255 / max(error / Double(width * height), 1e-9))
         #expect(psnr > 40, "top layer at \(psnr) dB")
+        // The small layer, which left most typed characters to a later frame, shows every one of them.
+        let lowBlock = worstBlockPSNR(try decode(low).luma, width: width / 2, height: height / 2, against: reference, scale: 2)
+        #expect(lowBlock > 30, "the small layer's worst block at \(lowBlock) dB")
         #expect(share.pipeline.stats.layers.map(\.width) == [320, 640])
         #expect(share.pipeline.stats.layers.map(\.frames) == [UInt64(low.count), UInt64(top.count)])
     }

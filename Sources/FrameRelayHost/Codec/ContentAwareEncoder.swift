@@ -10,7 +10,8 @@ import FrameRelayRing
 /// each layer, smallest first, chooses the macroblocks to code or refine
 /// (``RefreshSchedule``), whether a keyframe is due (``KeyframeSchedule``)
 /// and the temporal layer (``TemporalPattern``), and encodes; a layer with
-/// nothing to code skips the frame. With `encodeEveryFrame` it converts and
+/// nothing to code skips the frame, and a layer below the top leaves a
+/// small change to a later frame (``Simulcast/smallChangeRate``). With `encodeEveryFrame` it converts and
 /// encodes every frame whole, as a camera pipeline does.
 ///
 /// With two temporal layers a frame of the upper one is never a reference,
@@ -130,8 +131,14 @@ public final class ContentAwareEncoder {
         for size in sizes {
             let layer = layers[size.stream]
             if damage != nil, !layer.isTop {
-                layer.schedule.prepare(columns: (size.width + 15) / 16, rows: (size.height + 15) / 16)
+                layer.schedule.prepare(columns: (size.width + 15) / 16, rows: (size.height + 15) / 16, keepingDamage: layer.gathering)
                 layer.schedule.takeDamage(from: top.schedule, scale: Double(input.width) / Double(size.width))
+                let keyframeDue = layer.keyframes.isDue(width: size.width, height: size.height, pts: layer.encoder.timestamp(for: metadata.captureTime), periodic: periodic)
+                layer.gathering = layer.gathers(captureTime: metadata.captureTime, keyframeDue: keyframeDue)
+                if layer.gathering {
+                    layer.stats.gathered += 1
+                    continue
+                }
             }
             let picture = { () throws -> EncoderInput in
                 guard !layer.isTop else { return input }

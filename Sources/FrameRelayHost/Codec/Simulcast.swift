@@ -28,6 +28,21 @@ public struct Simulcast: Sendable, Equatable {
     /// 640x360 and 625 kbit/s (46.6 against 46.9 dB, ffmpeg's libvpx).
     public static let lowerLayerSpeed = -16
 
+    /// A layer below the top sends a small change (under one in
+    /// ``smallChangeShare`` of its macroblocks, gathered since its last
+    /// frame: typing, a pointer, a clock), or a refinement alone, at most
+    /// this many frames a second, each frame carrying all that changed
+    /// since its last; a larger change (a window moving, a scroll, video)
+    /// goes at once, as a keyframe does. libvpx's work on a frame is mostly
+    /// over its whole picture: coding nothing costs 43–46 % of coding every
+    /// macroblock (docs/ENCODING.md), so a frame coding a sixteenth of the
+    /// picture is nearly all that floor. The rate is a screen share's on a
+    /// narrow link elsewhere: Chrome caps a conference screen share's base
+    /// layer at 5 frames/s, and Jitsi sends screens at 5.
+    public static let smallChangeRate = 5
+    /// A change under one in this many of a layer's macroblocks is small (``smallChangeRate``).
+    public static let smallChangeShare = 16
+
     /// Layers asked for, 1...3; nil: 2, the lower one sent only where the picture is at least ``automaticWidth`` wide.
     public var layers: Int?
     /// Each layer's bitrate in kbit/s, smallest first; nil: the top layer's is

@@ -14,8 +14,10 @@ final class SimulcastLayer {
     var keyframes: KeyframeSchedule
     var temporal: TemporalPattern
     let scaler = PictureScaler()
-    /// When it last encoded a frame (its capture time), for the idle repeat.
+    /// When it last encoded a frame (its capture time), for the idle repeat and ``gathers(captureTime:keyframeDue:)``.
     var lastEncodedCapture: UInt64 = 0
+    /// Whether the frames it left to a later one changed what its schedule's damage holds.
+    var gathering = false
     var stats = LayerStats()
 
     init(stream: Int, isTop: Bool, settings: VP8Settings) throws {
@@ -26,6 +28,18 @@ final class SimulcastLayer {
         temporal = TemporalPattern(frameRate: settings.frameRate)
         stats.stream = stream
         stats.bitrateKbps = settings.bitrateKbps
+    }
+
+    /// Whether this layer leaves the frame captured at `captureTime` to a
+    /// later one, its damage (filled in, with what the frames it left
+    /// changed) kept: it is below the top, no keyframe is due, the change
+    /// is small (``Simulcast/smallChangeShare``; none: a refinement alone)
+    /// and it encoded a frame less than one in ``Simulcast/smallChangeRate``
+    /// of a second ago (less half a frame interval: capture times jitter).
+    func gathers(captureTime: UInt64, keyframeDue: Bool) -> Bool {
+        guard !isTop, !keyframeDue, schedule.changedCount * Simulcast.smallChangeShare < schedule.columns * schedule.rows else { return false }
+        let gap = 1_000_000_000 / Int64(Simulcast.smallChangeRate) - 500_000_000 / Int64(encoder.settings.frameRate)
+        return gap > 0 && captureTime &- lastEncodedCapture < UInt64(gap)
     }
 }
 
@@ -43,6 +57,8 @@ public struct LayerStats: Sendable, Codable, Equatable {
     public var baseFrames: UInt64 = 0
     public var keyframes: UInt64 = 0
     public var bytes: UInt64 = 0
+    /// Frames it left to a later one, their change small (``Simulcast/smallChangeRate``).
+    public var gathered: UInt64 = 0
 
     public init() {}
 }

@@ -1,4 +1,5 @@
 internal import CYuv
+import Glibc
 
 /// Which macroblocks the encoder codes in each frame, and how finely, so
 /// that a screen is encoded only where it changed while still regions reach
@@ -87,8 +88,9 @@ public struct RefreshSchedule {
     public init() {}
 
     /// Sizes the schedule for a picture of `columns × rows` macroblocks
-    /// (everything refining when that is a new size) and clears the damage.
-    public mutating func prepare(columns: Int, rows: Int) {
+    /// (everything refining when that is a new size) and clears the damage
+    /// (unless `keepingDamage`: what a frame left to a later one changed still counts).
+    public mutating func prepare(columns: Int, rows: Int, keepingDamage: Bool = false) {
         if columns != self.columns || rows != self.rows {
             self.columns = columns
             self.rows = rows
@@ -101,10 +103,16 @@ public struct RefreshSchedule {
             settled = Array(repeating: 0, count: count)
             coded = Array(repeating: 0, count: count)
             refiningCount = count
-        } else {
+        } else if !keepingDamage {
             changed.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
         }
     }
+
+    /// Whether this frame's damage marks any macroblock.
+    var anyChanged: Bool { changed.withUnsafeBufferPointer { memchr($0.baseAddress!, 1, $0.count) != nil } }
+
+    /// Macroblocks this frame's damage marks.
+    var changedCount: Int { anyChanged ? changed.reduce(0) { $0 + Int($1) } : 0 }
 
     /// Calls `body` with the damage map to fill (one byte per macroblock, 1: changed).
     public mutating func withDamage<R>(_ body: (UnsafeMutablePointer<UInt8>) throws -> R) rethrows -> R {
@@ -113,8 +121,10 @@ public struct RefreshSchedule {
 
     /// Marks as changed each macroblock of this schedule's picture that
     /// covers one `source` marks in its picture, `scale` times as wide and
-    /// high (a lower simulcast layer takes the whole picture's damage).
+    /// high (a lower simulcast layer takes the whole picture's damage); those
+    /// marked already stay marked.
     mutating func takeDamage(from source: RefreshSchedule, scale: Double) {
+        guard source.anyChanged else { return }
         // The source macroblocks under one of ours, along one axis.
         func span(_ block: Int, _ limit: Int) -> ClosedRange<Int> {
             let first = min(limit - 1, Int(Double(block * 16) * scale) / 16)
@@ -124,6 +134,7 @@ public struct RefreshSchedule {
             let sourceRows = span(row, source.rows)
             for column in 0..<columns {
                 let sourceColumns = span(column, source.columns)
+                guard changed[row * columns + column] == 0 else { continue }
                 let marked = sourceRows.contains { r in sourceColumns.contains { source.changed[r * source.columns + $0] != 0 } }
                 changed[row * columns + column] = marked ? 1 : 0
             }
@@ -175,7 +186,7 @@ public struct RefreshSchedule {
     /// The plan for a frame whose damage is filled in, `keyframe` when the
     /// encoder will make a keyframe of it.
     public mutating func plan(keyframe: Bool) -> Plan {
-        let still = !changed.contains(1)
+        let still = !anyChanged
         if !still { for i in changed.indices where changed[i] != 0 { sinceBase[i] = 1 } }
         if still {
             stillFrames += 1

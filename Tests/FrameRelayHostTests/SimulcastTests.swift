@@ -100,6 +100,40 @@ struct SimulcastTests {
         #expect(sink.frames[0]!.count - typed.count == 30 && sink.frames[1]!.count - topTyped == 30)
     }
 
+    @Test func aChangeLeftToALaterFrameGoesOutWhenNoFrameComes() throws {
+        let (width, height) = (640, 480)
+        var options = SharePipeline.Options()
+        options.settings.threads = 1
+        options.simulcast = Simulcast()
+        let sink = Streams()
+        let share = try InProcessShare("flush", width: width, height: height, options: options, sinks: [sink])
+        let screen = try ContentScreen(.typing, width: width, height: height)
+        var last: PixelBuffer?
+        for n in 0..<22 {
+            let source = try #require(screen.nextFrame(number: UInt64(n)))
+            _ = try share.relay(source.picture, n, damage: source.damage)
+            last = source.picture
+        }
+        // The producer goes quiet (paused, or a still screen it sends nothing for) with characters typed since the small layer's last frame.
+        #expect(share.pipeline.encoder.hasGathered)
+        let reference = try #require(last), sent = try #require(sink.frames[0]).count
+        let stale = worstBlockPSNR(try decode(sink.frames[0]!).luma, width: width / 2, height: height / 2, against: reference, scale: 2)
+        #expect(stale < 30, "the small layer's worst block at \(stale) dB before the flush")
+        try share.pipeline.flushGathered(now: MonotonicClock.now())  // within the interval: a frame may still come
+        #expect(sink.frames[0]!.count == sent)
+        try share.pipeline.flushGathered(now: MonotonicClock.now() + 200_000_000)
+        #expect(sink.frames[0]!.count == sent + 1 && !share.pipeline.encoder.hasGathered)
+        let flushed = worstBlockPSNR(try decode(sink.frames[0]!).luma, width: width / 2, height: height / 2, against: reference, scale: 2)
+        #expect(flushed > 30, "the small layer's worst block at \(flushed) dB after the flush")
+        // Its timing is the last frame's, marked: in the trace, out of the latency figures.
+        var timings: [FrameTiming] = []
+        share.pipeline.finishedTimings(waiting: false) { timings.append($0) }
+        #expect(timings.last?.gathered == true && timings.last?.frame == 21 && timings.last?.encoded != 0)
+        #expect(timings.dropLast().allSatisfy { !$0.gathered })
+        try share.pipeline.flushGathered(now: MonotonicClock.now() + 400_000_000)
+        #expect(sink.frames[0]!.count == sent + 1)
+    }
+
     /// What a share sent on each stream, frame by frame.
     private final class Streams: FrameSink {
         struct Frame { var bytes: [UInt8]; var key: Bool; var temporal: VP8TemporalLayer?; var width: Int; var captureTime: UInt64 }

@@ -37,6 +37,8 @@ public final class ContentAwareEncoder {
     private let layers: [SimulcastLayer]
     /// What it did so far (the share's statistics add the latencies).
     public private(set) var stats = EncodeStats()
+    /// The last frame's metadata, for ``flushGathered(output:)``.
+    private var lastMetadata: FrameMetadata?
     /// WebRTC's zero-hertz repeat: on a still screen streamed over RTP, one
     /// frame a second that codes nothing (a few hundred bytes, about 1 ms of
     /// libvpx at 720p), so that a receiver joining hears the stream, and can
@@ -140,20 +142,48 @@ public final class ContentAwareEncoder {
                     continue
                 }
             }
-            let picture = { () throws -> EncoderInput in
-                guard !layer.isTop else { return input }
-                // Only the rows that changed are scaled again (a keyframe, a new size: all of them).
-                guard self.damage != nil else { return try layer.scaler.scale(input, width: size.width, height: size.height) }
-                layer.schedule.noteChangedRows()
-                return try layer.scaler.scale(input, width: size.width, height: size.height, changedRows: layer.schedule.changedRows)
-            }
-            if let outcome = try encode(layer, picture, size: (size.width, size.height), metadata, periodic: periodic, repeatWhenIdle: repeatWhenIdle, output),
+            if let outcome = try encode(layer, { try self.picture(of: layer, from: input, size: size) }, size: (size.width, size.height), metadata,
+                                        periodic: periodic, repeatWhenIdle: repeatWhenIdle, output),
                result.outcome == nil || layer.isTop {
                 result.outcome = outcome
             }
         }
+        lastMetadata = metadata
         stats.layers = layers.map(\.stats)
         return result
+    }
+
+    /// Whether a layer below the top holds a change it left to a later frame (``Simulcast/smallChangeRate``).
+    public var hasGathered: Bool { layers.contains(where: \.gathering) }
+
+    /// Encodes, on each layer below the top that left a change to a later
+    /// frame, the last picture as that frame would have, for when no frame
+    /// comes to carry it: a producer that sends nothing while its screen is
+    /// still, or one paused. Returns whether a layer encoded.
+    public func flushGathered(output: (EncodedFrame) throws -> Void) throws -> Bool {
+        guard let damage, let metadata = lastMetadata, let input = damage.keptPicture else { return false }
+        let sizes = simulcast.sizes(width: input.width, height: input.height, top: topBitrate)
+        var encoded = false
+        for layer in layers where layer.gathering {
+            layer.gathering = false
+            guard let size = sizes.first(where: { $0.stream == layer.stream }) else { continue }
+            if try encode(layer, { try self.picture(of: layer, from: input, size: size) }, size: (size.width, size.height), metadata,
+                          periodic: false, repeatWhenIdle: false, output) != nil {
+                encoded = true
+            }
+        }
+        stats.layers = layers.map(\.stats)
+        return encoded
+    }
+
+    /// `layer`'s picture of `input` (the whole picture): the top's is
+    /// `input`; a lower layer's is scaled again only in the rows that changed
+    /// (a keyframe, a new size: all of them).
+    private func picture(of layer: SimulcastLayer, from input: EncoderInput, size: (stream: Int, width: Int, height: Int)) throws -> EncoderInput {
+        guard !layer.isTop else { return input }
+        guard damage != nil else { return try layer.scaler.scale(input, width: size.width, height: size.height) }
+        layer.schedule.noteChangedRows()
+        return try layer.scaler.scale(input, width: size.width, height: size.height, changedRows: layer.schedule.changedRows)
     }
 
     /// One layer's frame: its plan, keyframe and temporal layer, then the

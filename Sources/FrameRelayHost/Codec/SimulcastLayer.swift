@@ -34,12 +34,12 @@ final class SimulcastLayer {
     /// later one, its damage (filled in, with what the frames it left
     /// changed) kept: it is below the top, no keyframe is due, the change
     /// is small (``Simulcast/smallChangeShare``; none: a refinement alone)
-    /// and it encoded a frame less than one in ``Simulcast/smallChangeRate``
-    /// of a second ago (less half a frame interval: capture times jitter).
+    /// and it encoded a frame less than ``Simulcast/gatherInterval(frameRate:)`` ago.
     func gathers(captureTime: UInt64, keyframeDue: Bool) -> Bool {
-        guard !isTop, !keyframeDue, schedule.changedCount * Simulcast.smallChangeShare < schedule.columns * schedule.rows else { return false }
-        let gap = 1_000_000_000 / Int64(Simulcast.smallChangeRate) - 500_000_000 / Int64(encoder.settings.frameRate)
-        return gap > 0 && captureTime &- lastEncodedCapture < UInt64(gap)
+        guard !isTop, !keyframeDue, let gap = Simulcast.gatherInterval(frameRate: encoder.settings.frameRate),
+              schedule.changedCount * Simulcast.smallChangeShare < schedule.columns * schedule.rows
+        else { return false }
+        return captureTime &- lastEncodedCapture < gap
     }
 }
 

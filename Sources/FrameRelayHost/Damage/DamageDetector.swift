@@ -43,6 +43,9 @@ public final class DamageDetector {
         return EncoderInput(previous)
     }
 
+    /// The kept picture: the last one compared, whole (valid until the next compare).
+    public var keptPicture: EncoderInput? { previous.map(EncoderInput.init) }
+
     /// The region the producer says `frame` changed in, when the kept
     /// picture is the one it says the frame changed from, in the same
     /// geometry, upright (a region is in the frame's own coordinates);

@@ -51,6 +51,7 @@ public final class SharePipeline {
         // Parallel BGRA conversion only when this share has the machine to itself.
         let cores = Processor.onlineCount
         let converter = FrameConverter(maxSize: options.maxSize, bands: FrameConverter.bands(concurrentEncoders: options.settings.concurrentEncoders, cores: cores))
+        frameRate = options.settings.frameRate
         encoder = try ContentAwareEncoder(settings: options.settings, simulcast: options.simulcast, converter: converter, encodeEveryFrame: options.encodeEveryFrame)
         let writer = try recorder ?? options.recordPath.map { path throws(RecordingError) in try ShareRecording.open(path, frameRate: options.settings.frameRate) }
         self.recorder = writer.map(ShareRecording.init)
@@ -91,6 +92,31 @@ public final class SharePipeline {
         timing.converted = result.converted
         if result.outcome != nil { timing.encoded = encoded == 0 ? MonotonicClock.now() : encoded }  // 0: the encoder dropped the frame
         frame.timing = timing
+        last = timing
+        if unfinished.count == Self.unfinishedLimit { unfinished.removeFirst() }
+        unfinished.append(timing)
+    }
+
+    /// The last frame's timing, and the frame rate the encoder plans for, for ``flushGathered(now:)``.
+    private var last: FrameTiming?
+    private let frameRate: Int
+
+    /// Sends what a layer below the top left to a later frame when none
+    /// came for a gathering interval (``Simulcast/gatherInterval(frameRate:)``)
+    /// to carry it: a producer that sends nothing while its screen is
+    /// still, or one paused. The share's loop calls it between frames. The
+    /// frames it sends carry the last frame's picture and timing (a timing
+    /// of their own, ``FrameTiming/gathered``: in the trace, out of the latency figures).
+    public func flushGathered(now: UInt64) throws {
+        guard encoder.hasGathered, let last, let interval = Simulcast.gatherInterval(frameRate: frameRate),
+              now &- last.taken >= interval else { return }
+        var timing = FrameTiming()
+        (timing.frame, timing.shows, timing.captured, timing.published) = (last.frame, last.shows, last.captured, last.published)
+        (timing.taken, timing.converted, timing.gathered) = (now, now, true)
+        guard try encoder.flushGathered(output: { packet in
+            for sink in sinks { sink.deliver(packet, captureTime: last.captured, timing: &timing) }
+        }) else { return }
+        timing.encoded = MonotonicClock.now()
         if unfinished.count == Self.unfinishedLimit { unfinished.removeFirst() }
         unfinished.append(timing)
     }

@@ -17,6 +17,10 @@ public struct FrameTiming: Sendable, Codable, Equatable {
     public var pictureID: UInt16?
     /// With simulcast streams, what each one sent of it (smallest first; none when it sent nothing).
     public var streams = SentStreams()
+    /// Sent again by the layers below the top with the change they had
+    /// left to a later frame, when none came (``SharePipeline/flushGathered(now:)``):
+    /// in the trace, out of the latency figures (it took nothing new).
+    public var gathered = false
     public init() {}
 
     /// One line of a `--trace` file (JSON, newline-terminated); with

@@ -23,8 +23,8 @@ public struct Simulcast: Sendable, Equatable {
     /// libvpx `cpu-used` of every layer below the top: the fastest. A lower
     /// layer's frame costs the encoder a floor over its whole picture however
     /// little it codes; at -16 two layers cost 1.28x one on a still screen
-    /// and 1.38x typing (1.39x, 1.45x at the top's -6; `frame-relay-bench
-    /// --filter layers --repeat 3`), for 0.3 dB less on the desktop clip at
+    /// and 1.38x typing before small changes were gathered (1.39x, 1.45x at
+    /// the top's -6; `frame-relay-bench --filter layers --repeat 3`), for 0.3 dB less on the desktop clip at
     /// 640x360 and 625 kbit/s (46.6 against 46.9 dB, ffmpeg's libvpx).
     public static let lowerLayerSpeed = -16
 

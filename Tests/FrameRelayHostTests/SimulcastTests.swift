@@ -100,7 +100,14 @@ struct SimulcastTests {
         #expect(sink.frames[0]!.count - typed.count == 30 && sink.frames[1]!.count - topTyped == 30)
     }
 
-    @Test func aChangeLeftToALaterFrameGoesOutWhenNoFrameComes() throws {
+    /// The producer goes quiet (paused, or a still screen it sends nothing
+    /// for) after typing, at each point of the layers' patterns: the small
+    /// layer may have gathered the last characters, and either layer's last
+    /// frame may be in its upper temporal layer. Until the flush a viewer of
+    /// the small layer, or of a base layer alone, may lack them; after it
+    /// every viewer has the last picture, and it goes out once.
+    @Test(arguments: 16..<23)
+    func whatALayerHoldsBackGoesOutWhenNoFrameComes(frames: Int) throws {
         let (width, height) = (640, 480)
         var options = SharePipeline.Options()
         options.settings.threads = 1
@@ -109,29 +116,63 @@ struct SimulcastTests {
         let share = try InProcessShare("flush", width: width, height: height, options: options, sinks: [sink])
         let screen = try ContentScreen(.typing, width: width, height: height)
         var last: PixelBuffer?
-        for n in 0..<22 {
+        for n in 0..<frames {
             let source = try #require(screen.nextFrame(number: UInt64(n)))
             _ = try share.relay(source.picture, n, damage: source.damage)
             last = source.picture
         }
-        // The producer goes quiet (paused, or a still screen it sends nothing for) with characters typed since the small layer's last frame.
-        #expect(share.pipeline.encoder.hasGathered)
-        let reference = try #require(last), sent = try #require(sink.frames[0]).count
-        let stale = worstBlockPSNR(try decode(sink.frames[0]!).luma, width: width / 2, height: height / 2, against: reference, scale: 2)
-        #expect(stale < 30, "the small layer's worst block at \(stale) dB before the flush")
-        try share.pipeline.flushGathered(now: MonotonicClock.now())  // within the interval: a frame may still come
-        #expect(sink.frames[0]!.count == sent)
-        try share.pipeline.flushGathered(now: MonotonicClock.now() + 200_000_000)
-        #expect(sink.frames[0]!.count == sent + 1 && !share.pipeline.encoder.hasGathered)
-        let flushed = worstBlockPSNR(try decode(sink.frames[0]!).luma, width: width / 2, height: height / 2, against: reference, scale: 2)
-        #expect(flushed > 30, "the small layer's worst block at \(flushed) dB after the flush")
-        // Its timing is the last frame's, marked: in the trace, out of the latency figures.
-        var timings: [FrameTiming] = []
-        share.pipeline.finishedTimings(waiting: false) { timings.append($0) }
-        #expect(timings.last?.gathered == true && timings.last?.frame == 21 && timings.last?.encoded != 0)
-        #expect(timings.dropLast().allSatisfy { !$0.gathered })
-        try share.pipeline.flushGathered(now: MonotonicClock.now() + 400_000_000)
-        #expect(sink.frames[0]!.count == sent + 1)
+        let reference = try #require(last)
+        // The worst block each viewer sees: the small layer and the top, each whole and its base temporal layer alone.
+        func views() throws -> [Double] {
+            try [(0, 2), (1, 1)].flatMap { stream, scale in
+                let all = try #require(sink.frames[stream])
+                return try [all, all.filter { $0.temporal?.id == 0 }].map {
+                    worstBlockPSNR(try decode($0).luma, width: width / scale, height: height / scale, against: reference, scale: scale)
+                }
+            }
+        }
+        let heldBack = share.pipeline.encoder.holdsBack, before = try views(), sent = (sink.frames[0]!.count, sink.frames[1]!.count)
+        try share.pipeline.flushHeldBack(now: MonotonicClock.now())  // within the interval: a frame may still come
+        #expect(sink.frames[0]!.count == sent.0 && sink.frames[1]!.count == sent.1)
+        try share.pipeline.flushHeldBack(now: MonotonicClock.now() + 200_000_000)
+        let after = try views()
+        #expect(after.allSatisfy { $0 > 25 }, "worst blocks (small, small base, top, top base) \(before) dB -> \(after) dB")
+        #expect(!share.pipeline.encoder.holdsBack)
+        // Nothing held back: nothing sent, and every view already had the picture.
+        if !heldBack { #expect(sink.frames[0]!.count == sent.0 && sink.frames[1]!.count == sent.1 && before.allSatisfy { $0 > 25 }) }
+        // Held back: some view lacked the last characters, and each layer that held back sent one base-layer frame.
+        if heldBack {
+            #expect(before.contains { $0 < 15 }, "worst blocks before \(before) dB")
+            let added = [sink.frames[0]!.dropFirst(sent.0), sink.frames[1]!.dropFirst(sent.1)]
+            #expect(added.allSatisfy { $0.count <= 1 && $0.allSatisfy { $0.temporal?.id == 0 } } && added.contains { $0.count == 1 })
+            // Its timing is the last frame's, marked: in the trace, out of the latency figures.
+            var timings: [FrameTiming] = []
+            share.pipeline.finishedTimings(waiting: false) { timings.append($0) }
+            #expect(timings.last?.heldBack == true && timings.last?.frame == UInt64(frames - 1) && timings.last?.encoded != 0)
+            #expect(timings.dropLast().allSatisfy { !$0.heldBack })
+            #expect(timings.last?.jsonLine(share: "s").contains(#""heldBack":true}"#) == true)
+        }
+        let total = (sink.frames[0]!.count, sink.frames[1]!.count)
+        try share.pipeline.flushHeldBack(now: MonotonicClock.now() + 400_000_000)
+        #expect(sink.frames[0]!.count == total.0 && sink.frames[1]!.count == total.1)
+    }
+
+    /// A producer whose capture clock stands still: the small layer still
+    /// sends its small changes at one frame in six, by count.
+    @Test func aCaptureClockThatStandsStillDoesNotStopTheSmallLayer() throws {
+        let (width, height) = (640, 480)
+        var options = SharePipeline.Options()
+        options.settings.threads = 1
+        options.simulcast = Simulcast()
+        let sink = Streams()
+        let share = try InProcessShare("stuckclock", width: width, height: height, options: options, sinks: [sink])
+        let screen = try ContentScreen(.typing, width: width, height: height)
+        for n in 0..<60 {
+            let source = try #require(screen.nextFrame(number: UInt64(n)))
+            _ = try share.relay(source.picture, n, damage: source.damage, captureTime: 1_000_000_000)
+        }
+        let low = try #require(sink.frames[0]).count
+        #expect(low >= 60 / 6 && low <= 60 / 6 + 3, "\(low) small-layer frames of 60")
     }
 
     /// What a share sent on each stream, frame by frame.

@@ -92,6 +92,32 @@ import Testing
         #expect(trace.frame(of: "s", picture: 95, at: Self.captured(184) + 50_000_000, anchors: anchors)?.sent.frame == 184)
     }
 
+    /// A frame the host sent on its own with a change a layer held back
+    /// (``FrameTiming/heldBack``: the last frame's picture, sent when no
+    /// frame came) is found as the frame it shows, marked: a viewer's
+    /// latency figures leave it out, its picture check does not.
+    @Test func aFrameSentWithAHeldBackChangeIsMarked() throws {
+        var timing = FrameTiming(), lines = ""
+        for n in 0..<3 {
+            timing.frame = UInt64(n)
+            timing.captured = Self.captured(n)
+            timing.streams = SentStreams()
+            timing.streams.record(.init(stream: 0, picture: UInt16(n), width: 640, keyframe: n == 0, bytes: n == 0 ? 20_000 : 900))
+            lines += timing.jsonLine(share: "s")
+        }
+        timing.heldBack = true
+        timing.streams = SentStreams()
+        timing.streams.record(.init(stream: 0, picture: 3, width: 640, keyframe: false, bytes: 700))
+        lines += timing.jsonLine(share: "s")
+        let path = Paths.temporaryDirectory().appendingPathComponent("heldback.jsonl").path
+        try lines.write(toFile: path, atomically: true, encoding: .utf8)
+        let trace = try HostTrace(paths: [path])
+        let anchors = trace.anchors(of: "s", keyframes: [HostTrace.SeenKeyframe(picture: 0, width: 640, bytes: 20_000, at: Self.captured(0) + 1_000_000)])
+        let late = Self.captured(2) + 250_000_000
+        #expect(trace.frame(of: "s", picture: 3, at: late, anchors: anchors)?.sent == HostTrace.Sent(frame: 2, shows: nil, captured: Self.captured(2), heldBack: true))
+        #expect(trace.frame(of: "s", picture: 2, at: Self.captured(2) + 1_000_000, anchors: anchors)?.sent.heldBack == false)
+    }
+
     /// A last line without its newline is one a running host is still
     /// writing, after the records it wrote: a file of nothing else is no trace.
     @Test func aFileOfOnlyAPartLineIsNoTrace() throws {

@@ -23,10 +23,10 @@ public final class InProcessShare {
         host.detach()
     }
 
-    /// Publishes `picture` as frame `n` (captured at 30 frames/s), takes it
+    /// Publishes `picture` as frame `n` (captured at 30 frames/s, or at `captureTime`), takes it
     /// and runs it through the pipeline; the frame with its stage times.
-    public func relay(_ picture: PixelBuffer, _ n: Int, damage: Damage = .unknown) throws -> HostFrame {
-        try producer.publish(picture, frameNumber: UInt64(n), captureTime: UInt64(n + 1) * 33_333_333, damage: damage)
+    public func relay(_ picture: PixelBuffer, _ n: Int, damage: Damage = .unknown, captureTime: UInt64? = nil) throws -> HostFrame {
+        try producer.publish(picture, frameNumber: UInt64(n), captureTime: captureTime ?? UInt64(n + 1) * 33_333_333, damage: damage)
         guard case .frame(let view) = try nextFrameEvent(host) else { throw SystemError("take", "frame \(n)", code: .ioError) }
         var frame = HostFrame(view, taken: MonotonicClock.now())
         try pipeline.process(&frame)

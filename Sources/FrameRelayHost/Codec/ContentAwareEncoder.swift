@@ -37,7 +37,7 @@ public final class ContentAwareEncoder {
     private let layers: [SimulcastLayer]
     /// What it did so far (the share's statistics add the latencies).
     public private(set) var stats = EncodeStats()
-    /// The last frame's metadata, for ``flushGathered(output:)``.
+    /// The last frame's metadata, for ``flushHeldBack(output:)``.
     private var lastMetadata: FrameMetadata?
     /// WebRTC's zero-hertz repeat: on a still screen streamed over RTP, one
     /// frame a second that codes nothing (a few hundred bytes, about 1 ms of
@@ -139,8 +139,10 @@ public final class ContentAwareEncoder {
                 layer.gathering = layer.gathers(captureTime: metadata.captureTime, keyframeDue: keyframeDue)
                 if layer.gathering {
                     layer.stats.gathered += 1
+                    layer.framesGathered += 1
                     continue
                 }
+                layer.framesGathered = 0
             }
             if let outcome = try encode(layer, { try self.picture(of: layer, from: input, size: size) }, size: (size.width, size.height), metadata,
                                         periodic: periodic, repeatWhenIdle: repeatWhenIdle, output),
@@ -153,22 +155,27 @@ public final class ContentAwareEncoder {
         return result
     }
 
-    /// Whether a layer below the top holds a change it left to a later frame (``Simulcast/smallChangeRate``).
-    public var hasGathered: Bool { layers.contains(where: \.gathering) }
+    /// Whether a layer holds a change back from a viewer of its base
+    /// temporal layer: a change a layer below the top left to a later frame
+    /// (``Simulcast/smallChangeRate``), or one that only an upper-layer frame carries.
+    public var holdsBack: Bool { layers.contains { $0.gathering || $0.baseBehind } }
 
-    /// Encodes, on each layer below the top that left a change to a later
-    /// frame, the last picture as that frame would have, for when no frame
-    /// comes to carry it: a producer that sends nothing while its screen is
-    /// still, or one paused. Returns whether a layer encoded.
-    public func flushGathered(output: (EncodedFrame) throws -> Void) throws -> Bool {
-        guard let damage, let metadata = lastMetadata, let input = damage.keptPicture else { return false }
+    /// Encodes the last picture, in the base temporal layer, on each layer
+    /// that holds a change back (``holdsBack``), for when no frame comes to
+    /// carry it: a producer that sends nothing while its screen is still, or
+    /// one paused. `captureTime`: the time on the capture clock it goes out
+    /// at (its RTP time stamp; as the last frame's, libvpx would take it for
+    /// a frame a 90 kHz tick long and code it at its coarsest). Returns whether a layer encoded.
+    public func flushHeldBack(captureTime: UInt64, output: (EncodedFrame) throws -> Void) throws -> Bool {
+        guard let damage, var metadata = lastMetadata, let input = damage.keptPicture else { return false }
+        metadata.captureTime = max(captureTime, metadata.captureTime)
         let sizes = simulcast.sizes(width: input.width, height: input.height, top: topBitrate)
         var encoded = false
-        for layer in layers where layer.gathering {
-            layer.gathering = false
+        for layer in layers where layer.gathering || layer.baseBehind {
+            (layer.gathering, layer.framesGathered) = (false, 0)
             guard let size = sizes.first(where: { $0.stream == layer.stream }) else { continue }
             if try encode(layer, { try self.picture(of: layer, from: input, size: size) }, size: (size.width, size.height), metadata,
-                          periodic: false, repeatWhenIdle: false, output) != nil {
+                          periodic: false, repeatWhenIdle: false, base: true, output) != nil {
                 encoded = true
             }
         }
@@ -186,15 +193,16 @@ public final class ContentAwareEncoder {
         return try layer.scaler.scale(input, width: size.width, height: size.height, changedRows: layer.schedule.changedRows)
     }
 
-    /// One layer's frame: its plan, keyframe and temporal layer, then the
-    /// encode of `picture` (made only when something is encoded); nil when it skips the frame.
+    /// One layer's frame: its plan, keyframe and temporal layer (`base`: the
+    /// base one), then the encode of `picture` (made only when something is
+    /// encoded); nil when it skips the frame.
     private func encode(
         _ layer: SimulcastLayer, _ picture: () throws -> EncoderInput, size: (width: Int, height: Int), _ metadata: FrameMetadata,
-        periodic: Bool, repeatWhenIdle: Bool, _ output: (EncodedFrame) throws -> Void
+        periodic: Bool, repeatWhenIdle: Bool, base: Bool = false, _ output: (EncodedFrame) throws -> Void
     ) throws -> EncodeOutcome? {
         let keyframe = layer.keyframes.isDue(width: size.width, height: size.height, pts: layer.encoder.timestamp(for: metadata.captureTime), periodic: periodic)
         // With two temporal layers, a frame of the upper one codes only what changed since the last base frame.
-        let temporalLayer = layer.encoder.settings.temporalLayers > 1 ? layer.temporal.layer(captureTime: metadata.captureTime, keyframe: keyframe) : 0
+        let temporalLayer = layer.encoder.settings.temporalLayers > 1 && !base ? layer.temporal.layer(captureTime: metadata.captureTime, keyframe: keyframe) : 0
         var plan = RefreshSchedule.Plan.everything
         if damage != nil { plan = temporalLayer == 0 ? layer.schedule.plan(keyframe: keyframe) : layer.schedule.planUpper() }
         let idle: Bool
@@ -239,6 +247,7 @@ public final class ContentAwareEncoder {
             preconditionFailure("a skipped frame is idle or returned")
         }
         layer.keyframes.encoded(outcome, width: input.width, height: input.height, bitrateKbps: layer.encoder.bitrateKbps)
+        if outcome.produced { layer.baseBehind = outcome.temporalLayer > 0 }
         // A frame libvpx dropped coded nothing: what changed in it still refines.
         if damage != nil, outcome.produced {
             if outcome.keyframe { layer.schedule.restart() }

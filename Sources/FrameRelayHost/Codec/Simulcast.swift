@@ -43,13 +43,16 @@ public struct Simulcast: Sendable, Equatable {
     /// A change under one in this many of a layer's macroblocks is small (``smallChangeRate``).
     public static let smallChangeShare = 16
 
-    /// The least time (ns) between a lower layer's frames of small changes
-    /// at `frameRate` frames/s: one in ``smallChangeRate`` of a second, less
-    /// half a frame interval (capture times jitter); nil at a frame rate
-    /// that leaves nothing to gather.
-    public static func gatherInterval(frameRate: Int) -> UInt64? {
-        let interval = 1_000_000_000 / Int64(smallChangeRate) - 500_000_000 / Int64(max(1, frameRate))
-        return interval > 1_000_000_000 / Int64(max(1, frameRate)) ? UInt64(interval) : nil
+    /// How a lower layer gathers small changes at `frameRate` frames/s:
+    /// the least time (ns) between its frames, one in ``smallChangeRate``
+    /// of a second less half a frame interval (capture times jitter), and
+    /// the most frames it leaves in a row (5 at 30 frames/s); nil at a
+    /// frame rate that leaves nothing to gather.
+    public static func gathering(frameRate: Int) -> (interval: UInt64, frames: Int)? {
+        let frameRate = Int64(max(1, frameRate))
+        let interval = 1_000_000_000 / Int64(smallChangeRate) - 500_000_000 / frameRate
+        guard interval > 1_000_000_000 / frameRate else { return nil }
+        return (UInt64(interval), max(1, Int(frameRate) / smallChangeRate - 1))
     }
 
     /// Layers asked for, 1...3; nil: 2, the lower one sent only where the picture is at least ``automaticWidth`` wide.

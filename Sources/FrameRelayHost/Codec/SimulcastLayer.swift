@@ -16,8 +16,11 @@ final class SimulcastLayer {
     let scaler = PictureScaler()
     /// When it last encoded a frame (its capture time), for the idle repeat and ``gathers(captureTime:keyframeDue:)``.
     var lastEncodedCapture: UInt64 = 0
-    /// Whether the frames it left to a later one changed what its schedule's damage holds.
+    /// Whether the frames it left to a later one changed what its schedule's damage holds, and how many in a row it left.
     var gathering = false
+    var framesGathered = 0
+    /// Whether its last frame was in the upper temporal layer: a viewer of its base layer alone lacks that change until its next base frame.
+    var baseBehind = false
     var stats = LayerStats()
 
     init(stream: Int, isTop: Bool, settings: VP8Settings) throws {
@@ -33,13 +36,16 @@ final class SimulcastLayer {
     /// Whether this layer leaves the frame captured at `captureTime` to a
     /// later one, its damage (filled in, with what the frames it left
     /// changed) kept: it is below the top, no keyframe is due, the change
-    /// is small (``Simulcast/smallChangeShare``; none: a refinement alone)
-    /// and it encoded a frame less than ``Simulcast/gatherInterval(frameRate:)`` ago.
+    /// is small (``Simulcast/smallChangeShare``; none: a refinement alone),
+    /// it encoded a frame less than the gathering interval ago, and it left
+    /// fewer frames in a row than the interval holds at the frame rate
+    /// (``Simulcast/gathering(frameRate:)``: a producer whose capture clock
+    /// stands still is not gathered from forever).
     func gathers(captureTime: UInt64, keyframeDue: Bool) -> Bool {
-        guard !isTop, !keyframeDue, let gap = Simulcast.gatherInterval(frameRate: encoder.settings.frameRate),
+        guard !isTop, !keyframeDue, let limit = Simulcast.gathering(frameRate: encoder.settings.frameRate), framesGathered < limit.frames,
               schedule.changedCount * Simulcast.smallChangeShare < schedule.columns * schedule.rows
         else { return false }
-        return captureTime &- lastEncodedCapture < gap
+        return captureTime &- lastEncodedCapture < limit.interval
     }
 }
 

@@ -97,24 +97,28 @@ public final class SharePipeline {
         unfinished.append(timing)
     }
 
-    /// The last frame's timing, and the frame rate the encoder plans for, for ``flushGathered(now:)``.
+    /// The last frame's timing, and the frame rate the encoder plans for, for ``flushHeldBack(now:)``.
     private var last: FrameTiming?
     private let frameRate: Int
 
-    /// Sends what a layer below the top left to a later frame when none
-    /// came for a gathering interval (``Simulcast/gatherInterval(frameRate:)``)
+    /// Sends what a layer holds back from its base temporal layer's
+    /// viewers (``ContentAwareEncoder/holdsBack``: a small change a lower
+    /// layer gathered, or one only an upper-layer frame carries) when no
+    /// frame came for a gathering interval (``Simulcast/gathering(frameRate:)``)
     /// to carry it: a producer that sends nothing while its screen is
-    /// still, or one paused. The share's loop calls it between frames. The
-    /// frames it sends carry the last frame's picture and timing (a timing
-    /// of their own, ``FrameTiming/gathered``: in the trace, out of the latency figures).
-    public func flushGathered(now: UInt64) throws {
-        guard encoder.hasGathered, let last, let interval = Simulcast.gatherInterval(frameRate: frameRate),
-              now &- last.taken >= interval else { return }
+    /// still, or one paused. The share's loop calls it between frames. What
+    /// it sends carries the last frame's picture, captured (on the capture
+    /// clock) as long after it as `now` is after the frame was taken, with
+    /// a timing of its own (``FrameTiming/heldBack``: in the trace, out of the latency figures).
+    public func flushHeldBack(now: UInt64) throws {
+        guard encoder.holdsBack, let last, let limit = Simulcast.gathering(frameRate: frameRate), now > last.taken,
+              now - last.taken >= limit.interval else { return }
         var timing = FrameTiming()
-        (timing.frame, timing.shows, timing.captured, timing.published) = (last.frame, last.shows, last.captured, last.published)
-        (timing.taken, timing.converted, timing.gathered) = (now, now, true)
-        guard try encoder.flushGathered(output: { packet in
-            for sink in sinks { sink.deliver(packet, captureTime: last.captured, timing: &timing) }
+        (timing.frame, timing.shows, timing.captured, timing.published) = (last.frame, last.shows, last.captured &+ (now - last.taken), last.published)
+        (timing.taken, timing.converted, timing.heldBack) = (now, now, true)
+        let captured = timing.captured
+        guard try encoder.flushHeldBack(captureTime: captured, output: { packet in
+            for sink in sinks { sink.deliver(packet, captureTime: captured, timing: &timing) }
         }) else { return }
         timing.encoded = MonotonicClock.now()
         if unfinished.count == Self.unfinishedLimit { unfinished.removeFirst() }

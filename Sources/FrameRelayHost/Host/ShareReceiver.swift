@@ -156,8 +156,8 @@ public final class ShareReceiver: @unchecked Sendable {
             case .refused(let error):
                 record("refused", "\(error); waiting for a ring this host can read")
             case .idle:
-                // A lower layer's small change waits for no frame that may never come.
-                do { try pipeline?.flushGathered(now: polled) } catch let invalid as InvalidFrame { noteInvalid(invalid) }
+                // A change held back from a base temporal layer waits for no frame that may never come.
+                do { try pipeline?.flushHeldBack(now: polled) } catch let invalid as InvalidFrame { noteInvalid(invalid) }
             }
             // Frames whose last packet left the pacer since.
             pipeline?.finishedTimings(recordTiming)
@@ -184,7 +184,7 @@ public final class ShareReceiver: @unchecked Sendable {
 
     /// Records a frame's stage times once every output has timed it: in the latency figures unless stale, and in the trace.
     private func recordTiming(_ timing: FrameTiming) {
-        if !isStale(timing), !timing.gathered { latency.record(timing) }
+        if !isStale(timing), !timing.heldBack { latency.record(timing) }
         trace?.push(timing)
     }
 

@@ -17,10 +17,11 @@ public struct FrameTiming: Sendable, Codable, Equatable {
     public var pictureID: UInt16?
     /// With simulcast streams, what each one sent of it (smallest first; none when it sent nothing).
     public var streams = SentStreams()
-    /// Sent again by the layers below the top with the change they had
-    /// left to a later frame, when none came (``SharePipeline/flushGathered(now:)``):
-    /// in the trace, out of the latency figures (it took nothing new).
-    public var gathered = false
+    /// Sent on its own by the layers that held its change back from their
+    /// base temporal layer, when no frame came to carry it
+    /// (``SharePipeline/flushHeldBack(now:)``): in the trace (`"heldBack":true`),
+    /// out of the latency figures, the host's and its viewers' (it took nothing new).
+    public var heldBack = false
     public init() {}
 
     /// One line of a `--trace` file (JSON, newline-terminated); with
@@ -30,7 +31,8 @@ public struct FrameTiming: Sendable, Codable, Equatable {
         let streams = self.streams.sent.map { "[\($0.stream),\($0.picture),\($0.width),\($0.keyframe ? 1 : 0),\($0.bytes)]" }
         return "{\"share\":\"\(share)\",\"frame\":\(frame),\(shows.map { "\"shows\":\($0)," } ?? "")\"captured\":\(captured),\"published\":\(published),"
             + "\"taken\":\(taken),\"converted\":\(converted),\"encoded\":\(encoded),\"queued\":\(queued),\"sent\":\(sent)"
-            + (pictureID.map { ",\"picture\":\($0)" } ?? "") + (streams.isEmpty ? "" : ",\"streams\":[\(streams.joined(separator: ","))]") + "}\n"
+            + (pictureID.map { ",\"picture\":\($0)" } ?? "") + (streams.isEmpty ? "" : ",\"streams\":[\(streams.joined(separator: ","))]")
+            + (heldBack ? ",\"heldBack\":true" : "") + "}\n"
     }
 }
 

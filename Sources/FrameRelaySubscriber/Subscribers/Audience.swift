@@ -225,7 +225,7 @@ public final class Audience {
             if let trace {
                 let anchors = trace.anchors(of: group.share, keyframes: member.stream.keyframes)
                 for (picture, at) in member.stream.frames {
-                    if let found = trace.frame(of: group.share, picture: picture, at: at, anchors: anchors) { latency.record(at - found.sent.captured) }
+                    if let found = trace.frame(of: group.share, picture: picture, at: at, anchors: anchors), !found.sent.heldBack { latency.record(at - found.sent.captured) }
                 }
                 for (picture, stamp, at) in member.stream.stamps {
                     // A frame the trace does not hold yet (the host writes it a few times a second) is not checked.

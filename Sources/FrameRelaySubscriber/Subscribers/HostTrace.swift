@@ -18,6 +18,8 @@ public struct HostTrace: Sendable {
         /// The frame that last changed its picture (nil: the producer did not say).
         public var shows: UInt64?
         public var captured: UInt64
+        /// Sent on its own with a change held back from a base temporal layer (no new picture): out of the latency figures.
+        public var heldBack = false
 
         /// The frame number a decoded picture's stamp must read: the frame that
         /// last changed it, which is the frame itself on a screen that changes every frame.
@@ -50,7 +52,7 @@ public struct HostTrace: Sendable {
 
     /// Reads the traces at `paths`; throws naming a file that cannot be read or a malformed line.
     public init(paths: [String]) throws(HostTraceError) {
-        struct Line: Decodable { var share: String; var frame: UInt64; var shows: UInt64?; var captured: UInt64; var picture: UInt16?; var streams: [[Int]]? }
+        struct Line: Decodable { var share: String; var frame: UInt64; var shows: UInt64?; var captured: UInt64; var picture: UInt16?; var streams: [[Int]]?; var heldBack: Bool? }
         let decoder = JSONDecoder()
         for path in paths {
             guard let data = FileManager.default.contents(atPath: path) else { throw HostTraceError(path: path, reason: "cannot be read") }
@@ -63,7 +65,7 @@ public struct HostTrace: Sendable {
                     throw HostTraceError(path: path, reason: "line \(index + 1) is not a trace record")
                 }
                 records += 1
-                let frame = Sent(frame: entry.frame, shows: entry.shows, captured: entry.captured)
+                let frame = Sent(frame: entry.frame, shows: entry.shows, captured: entry.captured, heldBack: entry.heldBack ?? false)
                 if let streams = entry.streams {
                     // [stream, PictureID, width, keyframe, bytes]
                     for stream in streams where stream.count == 5 && (0...2).contains(stream[0]) && (0...0x7FFF).contains(stream[1]) {

@@ -28,19 +28,23 @@ public struct Simulcast: Sendable, Equatable {
     /// 640x360 and 625 kbit/s (46.6 against 46.9 dB, ffmpeg's libvpx).
     public static let lowerLayerSpeed = -16
 
-    /// A layer below the top sends a small change (under one in
-    /// ``smallChangeShare`` of its macroblocks, gathered since its last
-    /// frame: typing, a pointer, a clock), or a refinement alone, at most
-    /// this many frames a second, each frame carrying all that changed
-    /// since its last; a larger change (a window moving, a scroll, video)
-    /// goes at once, as a keyframe does. libvpx's work on a frame is mostly
-    /// over its whole picture: coding nothing costs 43–46 % of coding every
-    /// macroblock (docs/ENCODING.md), so a frame coding a sixteenth of the
-    /// picture is nearly all that floor. The rate is a screen share's on a
-    /// narrow link elsewhere: Chrome caps a conference screen share's base
-    /// layer at 5 frames/s, and Jitsi sends screens at 5.
+    /// A layer below the top sends a frame that would code little (what
+    /// changed since its last frame and what still refines under one in
+    /// ``smallChangeShare`` of its macroblocks: typing, a pointer, a clock)
+    /// at most this many times a second, each frame carrying all that
+    /// changed since its last; a larger change (a window moving, a scroll,
+    /// video) and a picture refining after a keyframe go at the full rate,
+    /// as a keyframe does. libvpx's work on a frame is mostly over its whole
+    /// picture: coding nothing costs 43–46 % of coding every macroblock
+    /// (docs/ENCODING.md), so a frame coding a sixteenth of the picture is
+    /// nearly all that floor. Refinement is not gathered: a frame would
+    /// carry six frames' bits (after a keyframe, 20–30 KB at 640x360), which
+    /// a narrow link's queue cannot take and which a viewer's layer rule
+    /// reads as a slow link. The rate is a screen share's on a narrow link
+    /// elsewhere: Chrome caps a conference screen share's base layer at
+    /// 5 frames/s, and Jitsi sends screens at 5.
     public static let smallChangeRate = 5
-    /// A change under one in this many of a layer's macroblocks is small (``smallChangeRate``).
+    /// A frame coding under one in this many of a layer's macroblocks codes little (``smallChangeRate``).
     public static let smallChangeShare = 16
 
     /// How a lower layer gathers small changes at `frameRate` frames/s:

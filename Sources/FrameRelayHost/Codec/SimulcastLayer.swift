@@ -35,15 +35,15 @@ final class SimulcastLayer {
 
     /// Whether this layer leaves the frame captured at `captureTime` to a
     /// later one, its damage (filled in, with what the frames it left
-    /// changed) kept: it is below the top, no keyframe is due, the change
-    /// is small (``Simulcast/smallChangeShare``; none: a refinement alone),
+    /// changed) kept: it is below the top, no keyframe is due, what changed
+    /// and what refines are few macroblocks (``Simulcast/smallChangeShare``),
     /// it encoded a frame less than the gathering interval ago, and it left
     /// fewer frames in a row than the interval holds at the frame rate
     /// (``Simulcast/gathering(frameRate:)``: a producer whose capture clock
     /// stands still is not gathered from forever).
     func gathers(captureTime: UInt64, keyframeDue: Bool) -> Bool {
         guard !isTop, !keyframeDue, let limit = Simulcast.gathering(frameRate: encoder.settings.frameRate), framesGathered < limit.frames,
-              schedule.changedCount * Simulcast.smallChangeShare < schedule.columns * schedule.rows
+              (schedule.changedCount + schedule.refiningCount) * Simulcast.smallChangeShare < schedule.columns * schedule.rows
         else { return false }
         return captureTime &- lastEncodedCapture < limit.interval
     }

@@ -165,6 +165,47 @@ struct SimulcastTests {
         #expect(sink.frames[0]!.count == total.0 && sink.frames[1]!.count == total.1)
     }
 
+    /// A frame captured before a held-back change went out, stamped later
+    /// (a producer's hand-off jitter), and frames from a clock that then
+    /// stands still: each stream's RTP time (the capture time its outputs
+    /// get) still only goes forward. Every frame encoded whole (a
+    /// comparison mode, no picture kept) holds nothing back.
+    @Test func rtpTimeNeverGoesBackAfterAHeldBackChangeWentOut() throws {
+        let (width, height) = (640, 480)
+        var options = SharePipeline.Options()
+        options.settings.threads = 1
+        options.simulcast = Simulcast()
+        let sink = Streams()
+        let share = try InProcessShare("rtptime", width: width, height: height, options: options, sinks: [sink])
+        let screen = try ContentScreen(.typing, width: width, height: height)
+        for n in 0..<42 {
+            let source = try #require(screen.nextFrame(number: UInt64(n)))
+            _ = try share.relay(source.picture, n, damage: source.damage)
+        }
+        #expect(share.pipeline.encoder.holdsBack)
+        let before = sink.frames[0]!.count
+        try share.pipeline.flushHeldBack(now: MonotonicClock.now() + 200_000_000)
+        #expect(sink.frames[0]!.count == before + 1)
+        // The next frames were captured 190 ms after the last one, before the flush's stamp, and then the clock stood still.
+        for n in 42..<50 {
+            let source = try #require(screen.nextFrame(number: UInt64(n)))
+            _ = try share.relay(source.picture, n, damage: source.damage, captureTime: UInt64(42) * 33_333_333 + 190_000_000)
+        }
+        for stream in 0...1 {
+            let times = try #require(sink.frames[stream]).map(\.captureTime)
+            #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 }, "stream \(stream): \(times.suffix(6))")
+        }
+
+        var whole = SharePipeline.Options()
+        (whole.settings.threads, whole.simulcast, whole.encodeEveryFrame) = (1, Simulcast(), true)
+        let every = try InProcessShare("rtptimewhole", width: width, height: height, options: whole, sinks: [Streams()])
+        for n in 0..<5 {
+            let source = try #require(screen.nextFrame(number: UInt64(n)))
+            _ = try every.relay(source.picture, n, damage: source.damage)
+        }
+        #expect(!every.pipeline.encoder.holdsBack)
+    }
+
     /// A producer whose capture clock stands still after three seconds of
     /// typing: the small layer still sends small changes, at least one
     /// frame in six (by count), and shows the last characters.

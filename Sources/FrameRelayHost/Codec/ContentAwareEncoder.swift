@@ -157,22 +157,26 @@ public final class ContentAwareEncoder {
 
     /// Whether a layer holds a change back from a viewer of its base
     /// temporal layer: a change a layer below the top left to a later frame
-    /// (``Simulcast/smallChangeRate``), or one that only an upper-layer frame carries.
-    public var holdsBack: Bool { layers.contains { $0.gathering || $0.baseBehind } }
+    /// (``Simulcast/smallChangeRate``), or one that only an upper-layer frame
+    /// carries. Never when every frame is encoded whole (a comparison mode:
+    /// no picture is kept to send again).
+    public var holdsBack: Bool { damage != nil && layers.contains { $0.gathering || $0.baseBehind } }
 
     /// Encodes the last picture, in the base temporal layer, on each layer
     /// that holds a change back (``holdsBack``), for when no frame comes to
     /// carry it: a producer that sends nothing while its screen is still, or
     /// one paused. `captureTime`: the time on the capture clock it goes out
     /// at (its RTP time stamp; as the last frame's, libvpx would take it for
-    /// a frame a 90 kHz tick long and code it at its coarsest). Returns whether a layer encoded.
+    /// a frame a 90 kHz tick long and code it at its coarsest). Each layer
+    /// is tried once: one libvpx drops, or one no longer sent, holds nothing
+    /// back after (no retry every idle poll). Returns whether a layer encoded.
     public func flushHeldBack(captureTime: UInt64, output: (EncodedFrame) throws -> Void) throws -> Bool {
         guard let damage, var metadata = lastMetadata, let input = damage.keptPicture else { return false }
         metadata.captureTime = max(captureTime, metadata.captureTime)
         let sizes = simulcast.sizes(width: input.width, height: input.height, top: topBitrate)
         var encoded = false
         for layer in layers where layer.gathering || layer.baseBehind {
-            (layer.gathering, layer.framesGathered) = (false, 0)
+            (layer.gathering, layer.framesGathered, layer.baseBehind) = (false, 0, false)
             guard let size = sizes.first(where: { $0.stream == layer.stream }) else { continue }
             if try encode(layer, { try self.picture(of: layer, from: input, size: size) }, size: (size.width, size.height), metadata,
                           periodic: false, repeatWhenIdle: false, base: true, output) != nil {

@@ -84,10 +84,14 @@ public final class SharePipeline {
         var timing = frame.timing
         // The keyframe policy's input, as a value: whether some receiver cannot ask for a keyframe.
         let periodicKeyframes = sinks.contains { $0.needsPeriodicKeyframes(now: frame.timing.taken) }
+        // A frame captured before a held-back change went out stamped later (a producer's hand-off jitter,
+        // a clock that stands still) goes out just after it, until the capture clock catches up: RTP time never goes back.
+        let sentAt = sentAhead.map { max(captureTime, $0 &+ Self.tick) } ?? captureTime
+        sentAhead = sentAt > captureTime ? sentAt : nil
         let result = try encoder.encode(frame.view, periodicKeyframes: periodicKeyframes, repeatWhenIdle: wantsIdleRepeats) { packet in
             // The top layer's (or, when it skipped, a lower one's) time.
             if encoded == 0 || packet.isTopLayer { encoded = MonotonicClock.now() }
-            for sink in sinks { sink.deliver(packet, captureTime: captureTime, timing: &timing) }
+            for sink in sinks { sink.deliver(packet, captureTime: sentAt, timing: &timing) }
         }
         timing.converted = result.converted
         if result.outcome != nil { timing.encoded = encoded == 0 ? MonotonicClock.now() : encoded }  // 0: the encoder dropped the frame
@@ -99,6 +103,10 @@ public final class SharePipeline {
 
     /// The last frame's timing, and the frame rate the encoder plans for, for ``flushHeldBack(now:)``.
     private var last: FrameTiming?
+    /// The time stamp (on the capture clock) the outputs last had, while it is ahead of the capture clock (a held-back change's).
+    private var sentAhead: UInt64?
+    /// One 90 kHz tick, ns (rounded up).
+    private static let tick: UInt64 = 11_112
     private let frameRate: Int
 
     /// Sends what a layer holds back from its base temporal layer's
@@ -114,12 +122,14 @@ public final class SharePipeline {
         guard encoder.holdsBack, let last, let limit = Simulcast.gathering(frameRate: frameRate), now > last.taken,
               now - last.taken >= limit.interval else { return }
         var timing = FrameTiming()
-        (timing.frame, timing.shows, timing.captured, timing.published) = (last.frame, last.shows, last.captured &+ (now - last.taken), last.published)
+        let stamp = max(last.captured &+ (now - last.taken), sentAhead.map { $0 &+ Self.tick } ?? 0)
+        (timing.frame, timing.shows, timing.captured, timing.published) = (last.frame, last.shows, stamp, last.published)
         (timing.taken, timing.converted, timing.heldBack) = (now, now, true)
         let captured = timing.captured
         guard try encoder.flushHeldBack(captureTime: captured, output: { packet in
             for sink in sinks { sink.deliver(packet, captureTime: captured, timing: &timing) }
         }) else { return }
+        sentAhead = captured
         timing.encoded = MonotonicClock.now()
         if unfinished.count == Self.unfinishedLimit { unfinished.removeFirst() }
         unfinished.append(timing)

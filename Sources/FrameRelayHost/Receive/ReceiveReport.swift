@@ -18,9 +18,10 @@ public struct ReceiveReport: Codable, Sendable {
     public init(stats: RTPReceiver.Stats) { self.stats = stats }
 
     /// Reads capture times from JSON lines with `frame` and `captured` fields
-    /// (a host's `--trace`, or a feeder's log).
+    /// (a host's `--trace`, or a feeder's log); a line that sent a frame's
+    /// picture again (`heldBack`, ``FrameTiming/heldBack``) is not its capture.
     public static func captureTimes(jsonLines path: String) throws(CaptureTimesError) -> [UInt64: UInt64] {
-        struct Line: Decodable { var frame: UInt64; var captured: UInt64 }
+        struct Line: Decodable { var frame: UInt64; var captured: UInt64; var heldBack: Bool? }
         guard let data = FileManager.default.contents(atPath: path) else { throw .unreadable(path) }
         let text = String(decoding: data, as: UTF8.self)
         var times: [UInt64: UInt64] = [:]
@@ -29,7 +30,7 @@ public struct ReceiveReport: Codable, Sendable {
         for (index, line) in lines.enumerated() where !line.isEmpty {
             do {
                 let entry = try decoder.decode(Line.self, from: Data(line.utf8))
-                times[entry.frame] = entry.captured
+                if entry.heldBack != true { times[entry.frame] = entry.captured }
             } catch {
                 // A last line without its newline may be one a running host is still writing.
                 if index == lines.count - 1 { break }

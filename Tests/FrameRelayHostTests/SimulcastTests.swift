@@ -70,12 +70,7 @@ struct SimulcastTests {
 
     @Test func aLowerLayerSendsSmallChangesAtFiveFramesASecondAndLargeOnesAndKeyframesAtOnce() throws {
         let (width, height) = (1280, 720)
-        var options = SharePipeline.Options()
-        options.settings.threads = 1
-        options.settings.keyframeInterval = 0
-        options.simulcast = Simulcast()
-        let sink = Streams()
-        let share = try InProcessShare("gather", width: width, height: height, options: options, sinks: [sink])
+        let (share, sink) = try layeredShare("gather", width, height, keyframeInterval: 0)
         // Seven seconds of typing (two characters a frame: a few of the small layer's 920 macroblocks),
         // a keyframe asked of the small layer at frame 200, then a window moving every frame.
         let typing = try ContentScreen(.typing, width: width, height: height), moving = try SyntheticScreen(width: width, height: height)
@@ -117,11 +112,7 @@ struct SimulcastTests {
     @Test(arguments: [20, 40, 41, 42, 43, 44, 45])
     func whatALayerHoldsBackGoesOutWhenNoFrameComes(frames: Int) throws {
         let (width, height) = (640, 480)
-        var options = SharePipeline.Options()
-        options.settings.threads = 1
-        options.simulcast = Simulcast()
-        let sink = Streams()
-        let share = try InProcessShare("flush", width: width, height: height, options: options, sinks: [sink])
+        let (share, sink) = try layeredShare("flush", width, height)
         let screen = try ContentScreen(.typing, width: width, height: height)
         var last: PixelBuffer?
         for n in 0..<frames {
@@ -172,11 +163,7 @@ struct SimulcastTests {
     /// comparison mode, no picture kept) holds nothing back.
     @Test func rtpTimeNeverGoesBackAfterAHeldBackChangeWentOut() throws {
         let (width, height) = (640, 480)
-        var options = SharePipeline.Options()
-        options.settings.threads = 1
-        options.simulcast = Simulcast()
-        let sink = Streams()
-        let share = try InProcessShare("rtptime", width: width, height: height, options: options, sinks: [sink])
+        let (share, sink) = try layeredShare("rtptime", width, height)
         let screen = try ContentScreen(.typing, width: width, height: height)
         for n in 0..<42 {
             let source = try #require(screen.nextFrame(number: UInt64(n)))
@@ -211,11 +198,7 @@ struct SimulcastTests {
     /// frame in six (by count), and shows the last characters.
     @Test func aCaptureClockThatStandsStillDoesNotStopTheSmallLayer() throws {
         let (width, height) = (1280, 720)
-        var options = SharePipeline.Options()
-        options.settings.threads = 1
-        options.simulcast = Simulcast()
-        let sink = Streams()
-        let share = try InProcessShare("stuckclock", width: width, height: height, options: options, sinks: [sink])
+        let (share, sink) = try layeredShare("stuckclock", width, height)
         let screen = try ContentScreen(.typing, width: width, height: height)
         var last: PixelBuffer?, before = 0
         for n in 0..<150 {
@@ -228,6 +211,17 @@ struct SimulcastTests {
         #expect(low.count - before >= 60 / 6, "\(low.count - before) small-layer frames of 60")
         let worst = worstBlockPSNR(try decode(low).luma, width: width / 2, height: height / 2, against: try #require(last), scale: 2)
         #expect(worst > 15, "the small layer's worst block at \(worst) dB")  // characters left out: 4–7 dB
+    }
+
+    /// A `width`×`height` share in the layers the host chooses (one encoder
+    /// thread each), and what it sends on each stream.
+    private func layeredShare(_ name: String, _ width: Int, _ height: Int, keyframeInterval: Double? = nil) throws -> (InProcessShare, Streams) {
+        var options = SharePipeline.Options()
+        options.settings.threads = 1
+        if let keyframeInterval { options.settings.keyframeInterval = keyframeInterval }
+        options.simulcast = Simulcast()
+        let sink = Streams()
+        return (try InProcessShare(name, width: width, height: height, options: options, sinks: [sink]), sink)
     }
 
     /// What a share sent on each stream, frame by frame.
@@ -300,11 +294,7 @@ struct SimulcastTests {
     @Test(arguments: [("typing", PixelFormat.i420), ("mixed", .i420), ("scrolling", .i420), ("typing", .nv12), ("pattern", .nv12), ("pattern", .i420)])
     func everyFrameOfEveryLayerShowsThePictureOfItsFrame(content: String, format: PixelFormat) throws {
         let (width, height) = (1280, 720)
-        var options = SharePipeline.Options()
-        options.settings.threads = 1
-        options.simulcast = Simulcast()
-        let sink = Streams()
-        let share = try InProcessShare("layerstamps", width: width, height: height, options: options, sinks: [sink])
+        let (share, sink) = try layeredShare("layerstamps", width, height)
         let screen: any FrameSource = content == "pattern" ? try SyntheticScreen(width: width, height: height, format: format)
             : try ContentScreen(ContentScreen.Content(rawValue: content)!, width: width, height: height, format: format)
         var expected: [UInt64] = []  // the stamp of each frame encoded on the top layer, in order
@@ -338,12 +328,7 @@ struct SimulcastTests {
 
     @Test func everyLayerAndItsBaseTemporalLayerAloneDecodeToTheLastPicture() throws {
         let (width, height) = (640, 480)
-        var options = SharePipeline.Options()
-        options.settings.threads = 1
-        options.settings.keyframeInterval = 0
-        options.simulcast = Simulcast()
-        let sink = Streams()
-        let share = try InProcessShare("layers", width: width, height: height, options: options, sinks: [sink])
+        let (share, sink) = try layeredShare("layers", width, height, keyframeInterval: 0)
         let screen = try ContentScreen(.typing, width: width, height: height)
         var last: PixelBuffer?
         for n in 0..<40 {

@@ -136,8 +136,7 @@ public final class ContentAwareEncoder {
                 layer.schedule.prepare(columns: (size.width + 15) / 16, rows: (size.height + 15) / 16, keepingDamage: layer.gathering)
                 layer.schedule.takeDamage(from: top.schedule, scale: Double(input.width) / Double(size.width))
                 let keyframeDue = layer.keyframes.isDue(width: size.width, height: size.height, pts: layer.encoder.timestamp(for: metadata.captureTime), periodic: periodic)
-                layer.gathering = layer.gathers(captureTime: metadata.captureTime, keyframeDue: keyframeDue)
-                if layer.gathering {
+                if layer.gathers(captureTime: metadata.captureTime, keyframeDue: keyframeDue) {
                     layer.stats.gathered += 1
                     layer.framesGathered += 1
                     continue
@@ -160,7 +159,7 @@ public final class ContentAwareEncoder {
     /// (``Simulcast/smallChangeRate``), or one that only an upper-layer frame
     /// carries. Never when every frame is encoded whole (a comparison mode:
     /// no picture is kept to send again).
-    public var holdsBack: Bool { damage != nil && layers.contains { $0.gathering || $0.baseBehind } }
+    public var holdsBack: Bool { damage != nil && layers.contains(where: \.holdsBack) }
 
     /// Encodes the last picture, in the base temporal layer, on each layer
     /// that holds a change back (``holdsBack``), for when no frame comes to
@@ -175,8 +174,8 @@ public final class ContentAwareEncoder {
         metadata.captureTime = max(captureTime, metadata.captureTime)
         let sizes = simulcast.sizes(width: input.width, height: input.height, top: topBitrate)
         var encoded = false
-        for layer in layers where layer.gathering || layer.baseBehind {
-            (layer.gathering, layer.framesGathered, layer.baseBehind) = (false, 0, false)
+        for layer in layers where layer.holdsBack {
+            (layer.framesGathered, layer.baseBehind) = (0, false)
             guard let size = sizes.first(where: { $0.stream == layer.stream }) else { continue }
             if try encode(layer, { try self.picture(of: layer, from: input, size: size) }, size: (size.width, size.height), metadata,
                           periodic: false, repeatWhenIdle: false, base: true, output) != nil {

@@ -16,11 +16,13 @@ final class SimulcastLayer {
     let scaler = PictureScaler()
     /// When it last encoded a frame (its capture time), for the idle repeat and ``gathers(captureTime:keyframeDue:)``.
     var lastEncodedCapture: UInt64 = 0
-    /// Whether the frames it left to a later one changed what its schedule's damage holds, and how many in a row it left.
-    var gathering = false
+    /// How many frames in a row it left to a later one (their damage kept in its schedule's).
     var framesGathered = 0
+    var gathering: Bool { framesGathered > 0 }
     /// Whether its last frame was in the upper temporal layer: a viewer of its base layer alone lacks that change until its next base frame.
     var baseBehind = false
+    /// Whether it holds a change back from a viewer of its base layer (gathered, or only in its upper layer).
+    var holdsBack: Bool { gathering || baseBehind }
     var stats = LayerStats()
 
     init(stream: Int, isTop: Bool, settings: VP8Settings) throws {

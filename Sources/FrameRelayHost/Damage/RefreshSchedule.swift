@@ -133,8 +133,8 @@ public struct RefreshSchedule {
         for row in 0..<rows {
             let sourceRows = span(row, source.rows)
             for column in 0..<columns {
-                let sourceColumns = span(column, source.columns)
                 guard changed[row * columns + column] == 0 else { continue }
+                let sourceColumns = span(column, source.columns)
                 let marked = sourceRows.contains { r in sourceColumns.contains { source.changed[r * source.columns + $0] != 0 } }
                 changed[row * columns + column] = marked ? 1 : 0
             }

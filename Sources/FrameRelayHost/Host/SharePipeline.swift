@@ -97,6 +97,11 @@ public final class SharePipeline {
         if result.outcome != nil { timing.encoded = encoded == 0 ? MonotonicClock.now() : encoded }  // 0: the encoder dropped the frame
         frame.timing = timing
         last = timing
+        awaitOutputs(timing)
+    }
+
+    /// Keeps `timing` until every output has timed it (``finishedTimings(waiting:_:)``).
+    private func awaitOutputs(_ timing: FrameTiming) {
         if unfinished.count == Self.unfinishedLimit { unfinished.removeFirst() }
         unfinished.append(timing)
     }
@@ -131,8 +136,7 @@ public final class SharePipeline {
         }) else { return }
         sentAhead = captured
         timing.encoded = MonotonicClock.now()
-        if unfinished.count == Self.unfinishedLimit { unfinished.removeFirst() }
-        unfinished.append(timing)
+        awaitOutputs(timing)
     }
 
     /// Hands `body` the timing of each frame processed, in order, once

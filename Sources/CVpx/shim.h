@@ -113,6 +113,11 @@ static inline vpx_codec_err_t cvpx_screen_share_controls(vpx_codec_ctx_t *ctx, i
     return vpx_codec_control_(ctx, VP8E_SET_MAX_INTRA_BITRATE_PCT, max_intra_pct);
 }
 
+/// Sets cpu-used (-16...16) from the next frame on.
+static inline vpx_codec_err_t cvpx_set_speed(vpx_codec_ctx_t *ctx, int speed) {
+    return vpx_codec_control_(ctx, VP8E_SET_CPUUSED, speed);
+}
+
 /// Encodes only the macroblocks marked 1 in `map` (rows × cols, one byte
 /// each) in the next inter frames; the others are coded as unchanged. A
 /// NULL map encodes every macroblock again.

@@ -103,6 +103,24 @@ struct SimulcastTests {
         #expect(sink.frames[0]!.count - typed.count == 30 && sink.frames[1]!.count - topTyped == 30)
     }
 
+    /// A scrolling screen: the small layer codes each frame that moves much
+    /// of its picture at the top's speed, which searches motion, and so
+    /// stays near its bitrate (660 kbit/s against 625 here); at its own
+    /// speed (-16) it spent 1,156, and its pacer fell ever further behind.
+    @Test func aLowerLayerSearchesMotionWhenMuchOfItsPictureMoves() throws {
+        let (width, height) = (1280, 720)
+        let (share, sink) = try layeredShare("scroll", width, height, keyframeInterval: 0)
+        let screen = try ContentScreen(.scrolling, width: width, height: height)
+        for n in 0..<150 {
+            let source = try #require(screen.nextFrame(number: UInt64(n)))
+            _ = try share.relay(source.picture, n, damage: source.damage)
+        }
+        // The last four seconds, after the first keyframe.
+        let bytes = try #require(sink.frames[0]).filter { $0.captureTime > 31 * 33_333_333 }.reduce(0) { $0 + $1.bytes.count }
+        let kbps = Double(bytes) * 8 / 4 / 1000, target = Double(share.pipeline.stats.layers[0].bitrateKbps)
+        #expect(kbps <= 1.25 * target, "the small layer sent \(kbps) kbit/s against \(target)")
+    }
+
     /// The producer goes quiet (paused, or a still screen it sends nothing
     /// for) after typing, at each point of the layers' patterns: the small
     /// layer may have gathered the last characters, and either layer's last

@@ -30,6 +30,8 @@ public final class ContentAwareEncoder {
     public let simulcast: Simulcast
     /// The top layer's bitrate as configured (kbit/s): with the count left to the host, whether a lower layer is sent.
     private let topBitrate: Int
+    /// The top layer's libvpx speed: a lower layer's for a large change (``Simulcast/motionShare``).
+    private let topSpeed: Int
     private let converter: FrameConverter
     /// What changed since the last picture; nil when every frame is encoded whole.
     private let damage: DamageDetector?
@@ -55,6 +57,7 @@ public final class ContentAwareEncoder {
         try simulcast.validate(top: settings.bitrateKbps)
         self.simulcast = simulcast
         topBitrate = settings.bitrateKbps
+        topSpeed = settings.speed
         layers = try (0..<simulcast.streams).map { stream in
             var layer = settings
             layer.bitrateKbps = simulcast.bitrate(stream: stream, top: settings.bitrateKbps)
@@ -223,6 +226,10 @@ public final class ContentAwareEncoder {
             throw InvalidFrame.undecodable(frameNumber: metadata.frameNumber, reason: "\(error)")
         }
         layer.temporal.encoded(captureTime: metadata.captureTime, layer: temporalLayer)
+        if !layer.isTop, damage != nil {
+            let motion = layer.schedule.changedCount * Simulcast.motionShare >= layer.schedule.columns * layer.schedule.rows
+            try setSpeed(of: layer, motion ? topSpeed : Simulcast.lowerLayerSpeed, metadata)
+        }
         let outcome: EncodeOutcome
         switch plan {
         case _ where idle:
@@ -264,6 +271,14 @@ public final class ContentAwareEncoder {
         }
         if layer.isTop { stats.refining = layer.schedule.refiningCount }
         return outcome
+    }
+
+    private func setSpeed(of layer: SimulcastLayer, _ speed: Int, _ metadata: FrameMetadata) throws {
+        do {
+            try layer.encoder.setSpeed(speed)
+        } catch {
+            throw InvalidFrame.undecodable(frameNumber: metadata.frameNumber, reason: "\(error)")
+        }
     }
 
     /// Encodes `input` on `layer` (only the macroblocks marked in `activeMap`, when

@@ -23,6 +23,8 @@ public final class VP8Encoder {
     private var config = vpx_codec_enc_cfg_t()
     /// The target bitrate now, kbit/s (the settings', until ``setBitrate(_:)``).
     public private(set) var bitrateKbps: Int
+    /// libvpx `cpu-used` now (the settings', until ``setSpeed(_:)``).
+    public private(set) var speed: Int
     private var isOpen = false
     private var lastPts: Int64 = -1
     private var image = vpx_image_t()
@@ -34,6 +36,7 @@ public final class VP8Encoder {
         try settings.validate()
         self.settings = settings
         bitrateKbps = settings.bitrateKbps
+        speed = settings.speed
     }
 
     deinit { close() }
@@ -62,7 +65,7 @@ public final class VP8Encoder {
             throw .library("vpx_codec_enc_init", String(cString: vpx_codec_err_to_string(status)))
         }
         isOpen = true
-        try control("vpx_codec_control", cvpx_screen_share_controls(&context, Int32(settings.speed), Int32(screenContentMode), Int32(settings.maxIntraBitratePercent)))
+        try control("vpx_codec_control", cvpx_screen_share_controls(&context, Int32(speed), Int32(screenContentMode), Int32(settings.maxIntraBitratePercent)))
         self.width = width
         self.height = height
         activeMapSet = false
@@ -80,6 +83,15 @@ public final class VP8Encoder {
         bitrateKbps = kbps
         guard isOpen else { return }
         try control("vpx_codec_enc_config_set", cvpx_set_bitrate(&context, &config, UInt32(kbps), UInt32(settings.baseLayerPercent), kbps < settings.bitrateKbps ? 1 : 0))
+    }
+
+    /// Sets libvpx `cpu-used` (-16...16) from the next frame on.
+    public func setSpeed(_ speed: Int) throws(CodecError) {
+        let speed = min(16, max(-16, speed))
+        guard speed != self.speed else { return }
+        self.speed = speed
+        guard isOpen else { return }
+        try control("VP8E_SET_CPUUSED", cvpx_set_speed(&context, Int32(speed)))
     }
 
     /// The screen-content mode libvpx runs in: the settings', but at most 1

@@ -115,10 +115,12 @@ struct SimulcastTests {
             let source = try #require(screen.nextFrame(number: UInt64(n)))
             _ = try share.relay(source.picture, n, damage: source.damage)
         }
-        // The last four seconds, after the first keyframe.
+        // Frames 31–149 (four seconds after the first scroll's refinement; two scrolls of 20 frames in them).
         let bytes = try #require(sink.frames[0]).filter { $0.captureTime > 31 * 33_333_333 }.reduce(0) { $0 + $1.bytes.count }
-        let kbps = Double(bytes) * 8 / 4 / 1000, target = Double(share.pipeline.stats.layers[0].bitrateKbps)
+        let small = share.pipeline.stats.layers[0], kbps = Double(bytes) * 8 / 4 / 1000, target = Double(small.bitrateKbps)
         #expect(kbps <= 1.25 * target, "the small layer sent \(kbps) kbit/s against \(target)")
+        // Only the scrolls (three of 20 frames in the 150, and the frame after each) are coded at the top's speed.
+        #expect(small.motionFrames >= 50 && small.motionFrames <= 70 && small.frames >= small.motionFrames + 20, "\(small.motionFrames) of \(small.frames)")
     }
 
     /// The producer goes quiet (paused, or a still screen it sends nothing

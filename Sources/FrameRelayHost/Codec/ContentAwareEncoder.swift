@@ -200,8 +200,8 @@ public final class ContentAwareEncoder {
     }
 
     /// One layer's frame: its plan, keyframe and temporal layer (`base`: the
-    /// base one), then the encode of `picture` (made only when something is
-    /// encoded); nil when it skips the frame.
+    /// base one), a lower layer's speed, then the encode of `picture` (made
+    /// only when something is encoded); nil when it skips the frame.
     private func encode(
         _ layer: SimulcastLayer, _ picture: () throws -> EncoderInput, size: (width: Int, height: Int), _ metadata: FrameMetadata,
         periodic: Bool, repeatWhenIdle: Bool, base: Bool = false, _ output: (EncodedFrame) throws -> Void
@@ -225,11 +225,14 @@ public final class ContentAwareEncoder {
         } catch {
             throw InvalidFrame.undecodable(frameNumber: metadata.frameNumber, reason: "\(error)")
         }
-        layer.temporal.encoded(captureTime: metadata.captureTime, layer: temporalLayer)
+        // A lower layer searches motion where much differs from the frame it references (``Simulcast/motionShare``);
+        // every frame encoded whole (the comparison mode) keeps the layer's speed.
         if !layer.isTop, damage != nil {
-            let motion = layer.schedule.changedCount * Simulcast.motionShare >= layer.schedule.columns * layer.schedule.rows
+            let motion = layer.schedule.sinceBaseCount * Simulcast.motionShare >= layer.schedule.columns * layer.schedule.rows
             try setSpeed(of: layer, motion ? topSpeed : Simulcast.lowerLayerSpeed, metadata)
+            if motion { layer.stats.motionFrames += 1 }
         }
+        layer.temporal.encoded(captureTime: metadata.captureTime, layer: temporalLayer)
         let outcome: EncodeOutcome
         switch plan {
         case _ where idle:
@@ -273,6 +276,7 @@ public final class ContentAwareEncoder {
         return outcome
     }
 
+    /// Sets `layer`'s libvpx speed (a change re-applies libvpx's configuration: once at each edge of a scroll).
     private func setSpeed(of layer: SimulcastLayer, _ speed: Int, _ metadata: FrameMetadata) throws {
         do {
             try layer.encoder.setSpeed(speed)

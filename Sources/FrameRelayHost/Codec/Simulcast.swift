@@ -27,13 +27,14 @@ public struct Simulcast: Sendable, Equatable {
     /// the top's -6; `frame-relay-bench --filter layers --repeat 3`), for 0.3 dB less on the desktop clip at
     /// 640x360 and 625 kbit/s (46.6 against 46.9 dB, ffmpeg's libvpx).
     public static let lowerLayerSpeed = -16
-    /// A lower layer's frame that changes at least one in this many of its
-    /// macroblocks (a scroll, a window dragged, video) is coded at the top's
-    /// speed: at -16 libvpx hardly searches motion, and a scrolling screen at
-    /// 640x360 cost the small layer ~900 kbit/s (its base temporal layer
-    /// alone, against 375 for the layer) where the top spent 750 at 1280x720;
-    /// its pacer fell ever further behind, and through Janus its viewers on
-    /// a free link waited 360 ms (p50) with 30–44 freezes a minute.
+    /// A lower layer's frame that differs from the frame it references in at
+    /// least one in this many of its macroblocks (a scroll or video over a
+    /// quarter of the picture; a dragged window only if that large) is coded
+    /// at the top's speed: at -16 libvpx hardly searches motion, and while
+    /// the screen scrolled the small layer's base temporal layer alone came
+    /// to ~900 kbit/s against 375 for the layer, where the top spent 750 at
+    /// 1280x720; its pacer fell ever further behind, and through Janus its
+    /// viewers on a free link waited 360 ms (p50) with 30–44 freezes a minute.
     public static let motionShare = 4
 
     /// A layer below the top sends a frame that would code little (what

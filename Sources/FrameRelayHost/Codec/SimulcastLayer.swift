@@ -67,6 +67,8 @@ public struct LayerStats: Sendable, Codable, Equatable {
     public var bytes: UInt64 = 0
     /// Frames it left to a later one, their change small (``Simulcast/smallChangeRate``).
     public var gathered: UInt64 = 0
+    /// Frames it coded at the top's speed, much of its picture moving (``Simulcast/motionShare``).
+    public var motionFrames: UInt64 = 0
 
     public init() {}
 }

@@ -114,6 +114,10 @@ public struct RefreshSchedule {
     /// Macroblocks this frame's damage marks.
     var changedCount: Int { anyChanged ? changed.reduce(0) { $0 + Int($1) } : 0 }
 
+    /// Macroblocks changed since the last base-layer frame (after this
+    /// frame's plan): what differs from the picture a frame references.
+    var sinceBaseCount: Int { sinceBase.reduce(0) { $0 + Int($1) } }
+
     /// Calls `body` with the damage map to fill (one byte per macroblock, 1: changed).
     public mutating func withDamage<R>(_ body: (UnsafeMutablePointer<UInt8>) throws -> R) rethrows -> R {
         try changed.withUnsafeMutableBufferPointer { try body($0.baseAddress!) }

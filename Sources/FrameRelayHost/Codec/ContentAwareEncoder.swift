@@ -225,10 +225,10 @@ public final class ContentAwareEncoder {
         } catch {
             throw InvalidFrame.undecodable(frameNumber: metadata.frameNumber, reason: "\(error)")
         }
-        // A lower layer searches motion where much differs from the frame it references (``Simulcast/motionShare``);
-        // every frame encoded whole (the comparison mode) keeps the layer's speed.
+        // A lower layer searches motion where much differs from the frame it references (``Simulcast/motionShare``;
+        // a keyframe references none); every frame encoded whole (the comparison mode) keeps the layer's speed.
         if !layer.isTop, damage != nil {
-            let motion = layer.schedule.sinceBaseCount * Simulcast.motionShare >= layer.schedule.columns * layer.schedule.rows
+            let motion = !keyframe && layer.schedule.sinceBaseCount * Simulcast.motionShare >= layer.schedule.columns * layer.schedule.rows
             try setSpeed(of: layer, motion ? topSpeed : Simulcast.lowerLayerSpeed, metadata)
             if motion { layer.stats.motionFrames += 1 }
         }

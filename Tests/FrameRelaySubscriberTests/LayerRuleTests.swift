@@ -17,6 +17,7 @@ import Testing
         var t: Double
         var frame: UInt32?
         var bytes: Int?
+        var keyframe: Bool?
         var missed: Int?
         var tick: [UInt64]?
     }
@@ -31,20 +32,27 @@ import Testing
     /// A link, 30 frames/s of 2,000 bytes: each frame's extra delay (ms)
     /// and whether it arrives, and the fraction of packets lost after
     /// repair, from `at` ms on; with `capacity` (kbit/s), a keyframe of
-    /// 20,000 bytes every 4 s, as late as the link makes it.
-    static func link(_ name: String, seconds: Double, layers: Int = 2, bitrates: [Int]? = nil, capacity: Double? = nil, delay: (Double) -> Double = { _ in 0 },
+    /// 20,000 bytes every 4 s, and each frame leaves the link after the one
+    /// before it, as late as its size makes it at that rate.
+    /// `frames`: one sent every `every` 30 frames/s ticks, of `bytes` in turn, and with a capacity a keyframe of `keyframe` bytes every `keyframeEvery` ticks,
+    /// sent at `keyframePace` kbit/s (the host's pacer) where that is slower than the link.
+    static func link(_ name: String, seconds: Double, layers: Int = 2, bitrates: [Int]? = nil, capacity: Double? = nil,
+                     frames: (every: Int, bytes: (Int, Int), keyframe: Int, keyframeEvery: Int, keyframePace: Double) = (1, (2400, 1600), 20_000, 120, .infinity),
+                     delay: (Double) -> Double = { _ in 0 },
                      arrives: (Double) -> Bool = { _ in true }, loss: (Double) -> Double = { _ in 0 }, missed: (Double) -> Int = { _ in 0 }) -> Sequence {
         var events: [Event] = []
         var timestamp: UInt32 = 0xFFFF_0000  // wraps on the way
         var expected: UInt64 = 0, lost = 0.0
-        var t = 0.0
+        var t = 0.0, free = 0.0
         var frame = 0
         while t < seconds * 1000 {
             // Base-layer frames larger than the ones between; with a capacity, a keyframe every 4 s, each frame as late as its size makes it.
-            let keyframe = capacity != nil && frame % 120 == 60
-            let bytes = keyframe ? 20_000 : frame % 2 == 0 ? 2400 : 1600
-            let late = capacity.map { Double(bytes) * 8 / $0 } ?? 0
-            if arrives(t) { events.append(Event(t: t + 20 + delay(t) + late, frame: timestamp, bytes: bytes)) }
+            if frame % frames.every == 0 {
+                let keyframe = capacity != nil && frame % frames.keyframeEvery == frames.keyframeEvery / 2
+                let bytes = keyframe ? frames.keyframe : (frame / frames.every) % 2 == 0 ? frames.bytes.0 : frames.bytes.1
+                if let capacity { free = max(t + 20 + delay(t), free) + Double(bytes) * 8 / min(capacity, keyframe ? frames.keyframePace : .infinity) }
+                if arrives(t) { events.append(Event(t: capacity == nil ? t + 20 + delay(t) : free, frame: timestamp, bytes: bytes, keyframe: keyframe)) }
+            }
             frame += 1
             if missed(t) > 0 { events.append(Event(t: t + 20, missed: missed(t))) }
             timestamp &+= 3000
@@ -62,7 +70,7 @@ import Testing
         var rule = LayerRule(layers: sequence.layers, bitrates: sequence.bitrates, now: 0)
         var steps: [String] = []
         for event in sequence.events {
-            if let timestamp = event.frame { rule.frame(at: event.t, timestamp: timestamp, bytes: event.bytes ?? 2000) }
+            if let timestamp = event.frame { rule.frame(at: event.t, timestamp: timestamp, bytes: event.bytes ?? 2000, keyframe: event.keyframe ?? false) }
             if let frames = event.missed { rule.missed(frames) }
             if let tick = event.tick, let layer = rule.tick(now: event.t, expected: tick[0], lost: tick[1]) {
                 steps.append("\(Int(event.t.rounded())) \(layer)")
@@ -112,9 +120,29 @@ import Testing
     static let wide = link("5 Mbit/s", seconds: 30, bitrates: [625, 2500], capacity: 5000)
     static let middling = link("2.5 Mbit/s", seconds: 30, bitrates: [625, 2500], capacity: 2500)
 
+    /// A link at 950 kbit/s, the small layer at 15 frames/s and a keyframe
+    /// of 40 KB every 10 s: the frames behind a keyframe wait for it, small
+    /// frames late. The link has room
+    /// for the small layer, not for the large one's base (900 kbit/s, 1,080
+    /// with headroom). Read from each frame's whole delay, the capacity came
+    /// to 1.19 Mbit/s while a keyframe was among the last 60 frames, and the
+    /// viewer stepped up; from the link's time on each frame alone, at most 1.02.
+    static let queuedBehindKeyframes = link("950 kbit/s, frames queued behind keyframes", seconds: 30, bitrates: [375, 1500], capacity: 950,
+                                            frames: (every: 2, bytes: (3000, 400), keyframe: 40_000, keyframeEvery: 300, keyframePace: .infinity))
+    /// A free link (100 Mbit/s), the small layer's keyframe of 40 KB paced
+    /// at 2.5 times its 375 kbit/s (937.5): counted, its time read the
+    /// pacer's rate as the link's (under the 1,080 kbit/s the large
+    /// layer's base needs with headroom), and the viewer stayed on the small layer.
+    static let pacedKeyframes = link("100 Mbit/s, keyframes paced at 937.5 kbit/s", seconds: 20, bitrates: [375, 1500], capacity: 100_000,
+                                     frames: (every: 1, bytes: (2400, 1600), keyframe: 40_000, keyframeEvery: 120, keyframePace: 937.5))
+
     @Test func aViewerStepsUpOnlyWhenItsFramesShowTheLinkHasRoomForTheRungAbove() {
+        // Each keyframe's wait may step it down and back; never up to the large layer.
+        let queued = Self.swift(Self.queuedBehindKeyframes)
+        #expect(!queued.isEmpty && !queued.contains { $0.hasSuffix(" 1/0") || $0.hasSuffix(" 1/1") }, "\(queued)")
         #expect(Self.at(Self.swift(Self.narrow)) == [])
         #expect(Self.at(Self.swift(Self.wide)) == ["5 1/1"])
+        #expect(Self.at(Self.swift(Self.pacedKeyframes)) == ["5 1/1"])
         #expect(Self.at(Self.swift(Self.middling)) == ["5 1/0"])
         // Without the layers' bitrates, the rule cannot tell: it tries.
         var unknown = Self.narrow
@@ -162,7 +190,7 @@ import Testing
     }
 
     @Test func theViewerPagesMirrorStepsWhereTheSwiftTypeSteps() throws {
-        let sequences = [Self.clean, Self.queue, Self.lossy, Self.silent, Self.burst, Self.edge, Self.narrow, Self.wide, Self.middling, Self.falls] + (1...6).map { Self.generated(seed: $0) }
+        let sequences = [Self.clean, Self.queue, Self.lossy, Self.silent, Self.burst, Self.edge, Self.narrow, Self.wide, Self.middling, Self.falls, Self.queuedBehindKeyframes, Self.pacedKeyframes] + (1...6).map { Self.generated(seed: $0) }
         let input = Paths.temporaryDirectory().appendingPathComponent("layer-sequences.json")
         try JSONEncoder().encode(sequences).write(to: input)
         let script = ViewerPage.layerRule + """
@@ -170,7 +198,7 @@ import Testing
             console.log(JSON.stringify(sequences.map(s => {
               const rule = new LayerRule(s.layers, s.bitrates === undefined ? null : s.bitrates, 0), steps = [];
               for (const e of s.events) {
-                if (e.frame !== undefined) rule.frame(e.t, e.frame, e.bytes === undefined ? 2000 : e.bytes);
+                if (e.frame !== undefined) rule.frame(e.t, e.frame, e.bytes === undefined ? 2000 : e.bytes, e.keyframe === true);
                 if (e.missed !== undefined) rule.missed(e.missed);
                 if (e.tick !== undefined) {
                   const layer = rule.tick(e.t, e.tick[0], e.tick[1]);

@@ -12,13 +12,25 @@
 /// free link goes from the small layer to the whole picture at its full
 /// rate in one step, not through 5 s of its base layer at half the rate).
 /// A step up also waits until the link has room for the rung above, when
-/// the mountpoint says its layers' bitrates: each frame's delay grows with
-/// its size by one over the link's rate (its packets leave the narrowest
-/// hop one after another), so the slope of delay against size over the
-/// last ``capacityFrames`` frames gives the link's capacity, without a
-/// probe (frames of the two temporal layers and keyframes differ enough in
-/// size), and a step up needs ``headroom`` times the rung's bitrate (a base
-/// temporal layer carries ``baseShare`` of its layer's). On a link of
+/// the mountpoint says its layers' bitrates: the link's time on a frame
+/// grows with its size by one over the link's rate (its packets leave the
+/// narrowest hop one after another), so the slope of that time against
+/// size over the last ``capacityFrames`` frames gives the link's capacity,
+/// without a probe (frames of the two temporal layers and keyframes differ
+/// enough in size), and a step up needs ``headroom`` times the rung's
+/// bitrate (a base temporal layer carries ``baseShare`` of its layer's).
+/// The link's time on a frame runs from when it could start on the frame
+/// (sent, at the least delay seen, or the frame before it through,
+/// whichever is later) to its arrival: taken as a frame's whole delay,
+/// the frames queued behind a keyframe counted its time as theirs, small
+/// frames late, and the slope flattened (through Janus, on a 1 Mbit/s link,
+/// 1.18 Mbit/s read while a 39 KB keyframe was among the last 60 frames,
+/// and the viewers stepped up to the large layer's base, 900 kbit/s; now
+/// 0.92–0.96). Keyframes are left out of it: the host paces a stream at
+/// 2.5 times its layer's bitrate (RTPSender), slower than a free link, so
+/// a keyframe's time there read the pacer, and a small layer's keyframe
+/// (40 KB at 937 kbit/s) weighed most in the slope: a viewer on a free
+/// link stayed on the small layer. On a link of
 /// 1 Mbit/s a viewer so stays on the small layer instead of trying the
 /// large one, whose keyframe alone would fill the link's queue, and when
 /// the link widens again it sees the room at once.
@@ -70,8 +82,8 @@ struct LayerRule {
     /// Each rung's bitrate (kbit/s), when the mountpoint said its layers'.
     let rungBitrates: [Double]?
     private(set) var rung: Int
-    /// The last frames' sizes and delays (ms), oldest first, for the capacity.
-    private var sizes: [(bytes: Double, delay: Double)] = []
+    /// The last frames' sizes and the link's time on each (ms), oldest first, for the capacity.
+    private var sizes: [(bytes: Double, busy: Double)] = []
     var layer: Layer { ladder[rung] }
     private var hold = Self.firstHold
     private var lastSwitch: Double
@@ -107,8 +119,8 @@ struct LayerRule {
         windowStart = now
     }
 
-    /// A frame of `bytes` received whole at `now` with RTP timestamp `timestamp`.
-    mutating func frame(at now: Double, timestamp: UInt32, bytes: Int) {
+    /// A frame of `bytes` received whole at `now` with RTP timestamp `timestamp` (`keyframe`: a keyframe, not in the capacity).
+    mutating func frame(at now: Double, timestamp: UInt32, bytes: Int, keyframe: Bool = false) {
         if let lastTimestamp { rtpTime += Double(Int32(bitPattern: timestamp &- lastTimestamp)) / 90 }
         lastTimestamp = timestamp
         let delay = now - rtpTime
@@ -119,24 +131,29 @@ struct LayerRule {
             floors.append((second, delay))
             floors.removeAll { $0.second <= second - Self.floorSeconds }
         }
-        delaySum += delay - floors.reduce(Double.infinity) { min($0, $1.delay) }
+        let floor = floors.reduce(Double.infinity) { min($0, $1.delay) }
+        delaySum += delay - floor
         delayCount += 1
+        // The link's time on this frame alone: from when it could start on it (sent, at the least delay, or the frame before through).
+        let busy = now - max(lastFrame, rtpTime + floor)
         lastFrame = now
-        sizes.append((Double(bytes), delay))
-        if sizes.count > Self.capacityFrames { sizes.removeFirst() }
+        if !keyframe {
+            sizes.append((Double(bytes), busy))
+            if sizes.count > Self.capacityFrames { sizes.removeFirst() }
+        }
         windowBytes += Double(bytes)
     }
 
-    /// The link's capacity (kbit/s) from the slope of the last frames' delay
-    /// against their size; nil when too few frames, or too alike in size,
-    /// say it; infinity when delay does not grow with size.
+    /// The link's capacity (kbit/s) from the slope of the last frames' time
+    /// on the link against their size; nil when too few frames, or too alike
+    /// in size, say it; infinity when that time does not grow with size.
     var capacity: Double? {
         guard sizes.count >= Self.capacityMinimum else { return nil }
         let n = Double(sizes.count)
-        let meanBytes = sizes.reduce(0) { $0 + $1.bytes } / n, meanDelay = sizes.reduce(0) { $0 + $1.delay } / n
+        let meanBytes = sizes.reduce(0) { $0 + $1.bytes } / n, meanBusy = sizes.reduce(0) { $0 + $1.busy } / n
         let spread = sizes.reduce(0) { $0 + ($1.bytes - meanBytes) * ($1.bytes - meanBytes) }
         guard spread / n >= Self.sizeSpread * Self.sizeSpread else { return nil }
-        let slope = sizes.reduce(0) { $0 + ($1.bytes - meanBytes) * ($1.delay - meanDelay) } / spread
+        let slope = sizes.reduce(0) { $0 + ($1.bytes - meanBytes) * ($1.busy - meanBusy) } / spread
         return slope > 0 ? 8 / slope : .infinity
     }
 

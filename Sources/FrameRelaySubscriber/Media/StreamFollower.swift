@@ -82,7 +82,8 @@ package final class StreamFollower {
         // A frame came whole (its packets share this timestamp): the host sent it, shown or not.
         if tracker.counts.framesComplete > complete {
             freezes.receivedWhole(timestamp: header.timestamp)
-            layerRule?.frame(at: Double(now) / 1e6, timestamp: header.timestamp, bytes: tracker.lastComplete?.bytes ?? 0)
+            layerRule?.frame(at: Double(now) / 1e6, timestamp: header.timestamp, bytes: tracker.lastComplete?.bytes ?? 0,
+                             keyframe: tracker.lastComplete?.keyframe ?? false)
         }
         missing.received(sequence, retransmitted: retransmitted, now: now)
         decoder?.keep(payload, sequence: sequence, timestamp: header.timestamp, marker: header.marker)

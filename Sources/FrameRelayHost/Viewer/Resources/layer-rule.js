@@ -15,8 +15,8 @@ class LayerRule {
     this.windowBytes = 0; this.windowStart = now;
   }
   get layer() { return this.ladder[this.rung]; }
-  // A frame of `bytes` received whole at `now` with RTP timestamp `timestamp`.
-  frame(now, timestamp, bytes) {
+  // A frame of `bytes` received whole at `now` with RTP timestamp `timestamp` (`keyframe`: a keyframe, not in the capacity).
+  frame(now, timestamp, bytes, keyframe = false) {
     if (this.lastTimestamp !== null) this.rtpTime += ((timestamp - this.lastTimestamp) | 0) / 90;
     this.lastTimestamp = timestamp;
     const delay = now - this.rtpTime, second = Math.floor(now / 1000);
@@ -27,21 +27,26 @@ class LayerRule {
       this.floors.push({ second: second, delay: delay });
       this.floors = this.floors.filter(f => f.second > second - LayerRule.floorSeconds);
     }
-    this.delaySum += delay - Math.min(...this.floors.map(f => f.delay));
+    const floor = Math.min(...this.floors.map(f => f.delay));
+    this.delaySum += delay - floor;
     this.delayCount++;
+    // The link's time on this frame alone: from when it could start on it (sent, at the least delay, or the frame before through).
+    const busy = now - Math.max(this.lastFrame, this.rtpTime + floor);
     this.lastFrame = now;
-    this.sizes.push({ bytes: bytes, delay: delay });
-    if (this.sizes.length > LayerRule.capacityFrames) this.sizes.shift();
+    if (!keyframe) {
+      this.sizes.push({ bytes: bytes, busy: busy });
+      if (this.sizes.length > LayerRule.capacityFrames) this.sizes.shift();
+    }
     this.windowBytes += bytes;
   }
-  // The link's capacity (kbit/s) from the slope of the last frames' delay against their size; null when unknown.
+  // The link's capacity (kbit/s) from the slope of the last frames' time on the link against their size; null when unknown.
   get capacity() {
     if (this.sizes.length < LayerRule.capacityMinimum) return null;
     const n = this.sizes.length;
-    const meanBytes = this.sizes.reduce((a, s) => a + s.bytes, 0) / n, meanDelay = this.sizes.reduce((a, s) => a + s.delay, 0) / n;
+    const meanBytes = this.sizes.reduce((a, s) => a + s.bytes, 0) / n, meanBusy = this.sizes.reduce((a, s) => a + s.busy, 0) / n;
     const spread = this.sizes.reduce((a, s) => a + (s.bytes - meanBytes) * (s.bytes - meanBytes), 0);
     if (spread / n < LayerRule.sizeSpread * LayerRule.sizeSpread) return null;
-    const slope = this.sizes.reduce((a, s) => a + (s.bytes - meanBytes) * (s.delay - meanDelay), 0) / spread;
+    const slope = this.sizes.reduce((a, s) => a + (s.bytes - meanBytes) * (s.busy - meanBusy), 0) / spread;
     return slope > 0 ? 8 / slope : Infinity;
   }
   // Frames missed: lost for good, or not shown for want of a keyframe.

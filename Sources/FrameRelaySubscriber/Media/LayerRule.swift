@@ -15,9 +15,9 @@
 /// the mountpoint says its layers' bitrates: the link's time on a frame
 /// grows with its size by one over the link's rate (its packets leave the
 /// narrowest hop one after another), so the slope of that time against
-/// size over the last ``capacityFrames`` frames gives the link's capacity,
-/// without a probe (frames of the two temporal layers and keyframes differ
-/// enough in size), and a step up needs ``headroom`` times the rung's
+/// size over the last ``capacityFrames`` frames other than keyframes gives
+/// the link's capacity, without a probe (frames of the two temporal layers
+/// differ enough in size), and a step up needs ``headroom`` times the rung's
 /// bitrate (a base temporal layer carries ``baseShare`` of its layer's).
 /// The link's time on a frame runs from when it could start on the frame
 /// (sent, at the least delay seen, or the frame before it through,

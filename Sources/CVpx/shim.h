@@ -143,11 +143,16 @@ enum {
     /// Not coded (0 in the active map): kept from the reference as it is,
     /// so not loop-filtered again either.
     CVPX_SEGMENT_KEPT = 2,
+    /// Coded at the finest quantizer and not loop-filtered: a sweep's band
+    /// (a frame's filter level, set for its own quantizer, blurred it).
+    CVPX_SEGMENT_BAND = 3,
 };
 
 /// Puts each macroblock in the segment `map` names (rows × cols, one byte
 /// each, CVPX_SEGMENT_*): the refine segment `delta_q` (on the 0-63 scale)
-/// from the frame's quantizer, the kept one with no loop filter; every
+/// from the frame's quantizer, the kept one with no loop filter, the band
+/// one at the finest quantizer (-63 on that scale: libvpx clamps the
+/// segment's quantizer at 0 whatever the frame's) with no loop filter; every
 /// segment keeps the static threshold. A NULL map turns segments off. Once
 /// set, libvpx's own cyclic background refresh, which uses the same
 /// segments, stays off for this encoder.
@@ -161,6 +166,10 @@ static inline vpx_codec_err_t cvpx_set_segments(vpx_codec_ctx_t *ctx, unsigned c
         // Only with a macroblock to keep: the feature alone, on no macroblock,
         // cost the video model 0.14 dB at the same rate (libvpx 1.12).
         if (memchr(map, CVPX_SEGMENT_KEPT, (size_t)rows * cols)) roi.delta_lf[CVPX_SEGMENT_KEPT] = -63;
+        if (memchr(map, CVPX_SEGMENT_BAND, (size_t)rows * cols)) {
+            roi.delta_q[CVPX_SEGMENT_BAND] = -63;
+            roi.delta_lf[CVPX_SEGMENT_BAND] = -63;
+        }
         for (int i = 0; i < 4; i++) roi.static_threshold[i] = CVPX_STATIC_THRESHOLD;
     }
     return vpx_codec_control_(ctx, VP8E_SET_ROI_MAP, &roi);

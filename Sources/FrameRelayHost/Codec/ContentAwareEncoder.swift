@@ -210,6 +210,7 @@ public final class ContentAwareEncoder {
         // With two temporal layers, a frame of the upper one codes only what changed since the last base frame.
         let temporalLayer = layer.encoder.settings.temporalLayers > 1 && !base ? layer.temporal.layer(captureTime: metadata.captureTime, keyframe: keyframe) : 0
         var plan = RefreshSchedule.Plan.everything
+        if let allowance = layer.sweepBudget?.allowance(at: metadata.captureTime) { layer.schedule.bandAllowance = allowance }
         if damage != nil { plan = temporalLayer == 0 ? layer.schedule.plan(keyframe: keyframe) : layer.schedule.planUpper() }
         let idle: Bool
         switch plan {
@@ -266,6 +267,7 @@ public final class ContentAwareEncoder {
             if outcome.keyframe { layer.schedule.restart() }
             // Only a base-layer frame is a reference: only it lets a macroblock converge.
             if outcome.temporalLayer == 0 {
+                layer.schedule.noteBand(bytes: outcome.bytes, keyframe: outcome.keyframe)
                 layer.schedule.baseEncoded()
                 if let reconstruction = layer.encoder.reconstruction() {
                     layer.schedule.converge(source: input, reconstruction: reconstruction, quantizer: outcome.quantizer, measure: plan != .everything)
@@ -306,6 +308,7 @@ public final class ContentAwareEncoder {
             throw InvalidFrame.undecodable(frameNumber: metadata.frameNumber, reason: "\(error)")
         }
         layer.lastEncodedCapture = metadata.captureTime
+        layer.sweepBudget?.spent(outcome.bytes, keyframe: outcome.keyframe)
         layer.stats.width = input.width
         layer.stats.height = input.height
         layer.stats.frames = encoder.framesEncoded

@@ -2,9 +2,9 @@ import FrameRelayFrames
 
 /// One simulcast layer of a share's encoding (``Simulcast``): its VP8
 /// encoder (with two temporal layers when the share has several layers),
-/// the macroblocks it codes and refines (``RefreshSchedule``), its
-/// keyframes and its temporal pattern. The picture and its damage are the
-/// whole picture's, scaled down for a lower layer.
+/// the macroblocks it codes and refines (``RefreshSchedule``; a layer
+/// below the top refines in sweeps), its keyframes and its temporal pattern.
+/// The picture and its damage are the whole picture's, scaled down for a lower layer.
 final class SimulcastLayer {
     /// The stream it goes out on (0: the smallest the share has room for).
     let stream: Int
@@ -24,6 +24,8 @@ final class SimulcastLayer {
     /// Whether it holds a change back from a viewer of its base layer (gathered, or only in its upper layer).
     var holdsBack: Bool { gathering || baseBehind }
     var stats = LayerStats()
+    /// Below the top: what its sweeps' bands may cost.
+    var sweepBudget: SweepBudget?
 
     init(stream: Int, isTop: Bool, settings: VP8Settings) throws {
         self.stream = stream
@@ -33,6 +35,11 @@ final class SimulcastLayer {
         temporal = TemporalPattern(frameRate: settings.frameRate)
         stats.stream = stream
         stats.bitrateKbps = settings.bitrateKbps
+        if !isTop {
+            schedule.sweeps = true
+            sweepBudget = SweepBudget(bitrateKbps: settings.bitrateKbps, frameRate: settings.frameRate,
+                                      baseFrameRate: Double(settings.frameRate) / Double(settings.temporalLayers))
+        }
     }
 
     /// Whether this layer leaves the frame captured at `captureTime` to a

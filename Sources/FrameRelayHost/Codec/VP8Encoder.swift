@@ -126,7 +126,8 @@ public final class VP8Encoder {
     /// ``Segment`` it names: ``Segment/refine`` is coded `refineDelta` (on
     /// libvpx's 0–63 scale, negative: finer) from the frame's quantizer, and
     /// ``Segment/kept`` (for macroblocks the active map leaves out) is not
-    /// loop-filtered again. The first such frame turns libvpx's own cyclic
+    /// loop-filtered again, and ``Segment/band`` is coded at the finest quantizer,
+    /// not loop-filtered. The first such frame turns libvpx's own cyclic
     /// background refresh off for good: it uses the same segments, and the
     /// caller now says which macroblocks to refine.
     ///
@@ -214,6 +215,8 @@ public final class VP8Encoder {
         public static let refine = UInt8(CVPX_SEGMENT_REFINE)
         /// Left out by the active map: kept from the reference as it is, not loop-filtered again.
         public static let kept = UInt8(CVPX_SEGMENT_KEPT)
+        /// At the finest quantizer, not loop-filtered: a sweep's band (``RefreshSchedule/sweeps``).
+        public static let band = UInt8(CVPX_SEGMENT_BAND)
     }
 
     /// Throws what libvpx said when a control call `name` refused.

@@ -30,6 +30,25 @@ import Glibc
 /// A frame with nothing changed and nothing refining is not encoded at all
 /// (zero-hertz); a keyframe makes every macroblock refine again.
 ///
+/// A lower simulcast layer *sweeps* (``sweeps``): the macroblocks that
+/// refine a keyframe's picture are coded a *band* at a time (the next ones
+/// in raster order), each once, at the finest quantizer and not
+/// loop-filtered (``VP8Encoder/Segment/band``), while the others wait; a
+/// band is sized from what the last one cost to what the layer's bitrate
+/// leaves (``bandAllowance``, from its ``SweepBudget``). A keyframe's
+/// picture so refines in a few frames of bounded size instead of 20 that
+/// each code it whole as the quantizer falls (docs/STREAMING.md: at
+/// 640×360 on a still screen, 17 frames against 20, 75 KB against 89, and
+/// a finer picture), and libvpx's work on the frames, which is mostly per
+/// frame and per macroblock coded, falls with them. A macroblock a band
+/// refined stays out of every polish until it changes. A change, and a
+/// polish, refine as the top's do, at each base frame until they converge,
+/// and a large change (``Simulcast/motionShare``) ends the sweep, what
+/// waited for its band refining so too: after a scroll, whose frames
+/// overspend the layer's rate, bands waited for the rate to catch up and
+/// the layer sent little meanwhile, and polished in bands the scrolling
+/// model's small layer came to 579 kbit/s against 508.
+///
 /// Every constant is measured: what each choice cost or saved, and the
 /// command that measures it, are in docs/ENCODING.md ("How the constants
 /// were set").
@@ -48,6 +67,12 @@ public struct RefreshSchedule {
     public static let keptAtMost = 8
     /// Still frames after which the whole screen refines once more.
     public static let polishAfter = 15
+    /// Frames planned since the last large change (``Simulcast/motionShare``)
+    /// before a keyframe is swept: on a screen that scrolls every few
+    /// seconds the sweep would end at the next scroll, and the keyframe
+    /// refines as the top's does (swept, the scrolling model's small-layer
+    /// viewers on a free link froze 5.3–14.7 times a minute against 1.1–8.4).
+    public static let calmFrames = 30
 
     /// What to do with one frame.
     public enum Plan: Equatable {
@@ -84,6 +109,25 @@ public struct RefreshSchedule {
     private var stillFrames = 0
     /// With temporal layers: the macroblocks changed since the last base-layer frame (what an upper-layer frame codes).
     private var sinceBase: [UInt8] = []
+    /// Whether the schedule sweeps (a lower simulcast layer's).
+    public var sweeps = false
+    /// Sweeping, the bytes this frame's band may cost (set before each ``plan(keyframe:)``).
+    var bandAllowance = 0
+    /// The macroblocks in this frame's band, and where the next band starts.
+    private var band: [Bool] = []
+    private var bandStart = 0
+    /// How many macroblocks are in this frame's band.
+    public private(set) var bandCount = 0
+    /// What a band's macroblock cost (bytes), from the last band; a keyframe's sets the first.
+    private var bandMacroblockBytes = 0.0
+    /// The macroblocks a band refined since they last changed: a polish leaves them be.
+    private var swept: [Bool] = []
+    /// The macroblocks that refine a keyframe's picture and wait for their
+    /// band; one that changed since, or a polish's, refines at each base
+    /// frame, as the top's do.
+    private var awaitsBand: [Bool] = []
+    /// Frames planned since the last large change (``calmFrames``).
+    private var framesSinceLargeChange = calmFrames
 
     public init() {}
 
@@ -100,6 +144,10 @@ public struct RefreshSchedule {
             segmentMap = Array(repeating: VP8Encoder.Segment.coded, count: count)
             refining = Array(repeating: true, count: count)
             sinceBase = Array(repeating: 1, count: count)
+            band = Array(repeating: false, count: count)
+            swept = Array(repeating: false, count: count)
+            awaitsBand = Array(repeating: false, count: count)
+            bandStart = 0
             settled = Array(repeating: 0, count: count)
             coded = Array(repeating: 0, count: count)
             refiningCount = count
@@ -161,7 +209,8 @@ public struct RefreshSchedule {
     /// one: the refinement would be lost). What changed refines from the
     /// next base-layer frame on; nothing changed since the last one: skip.
     public mutating func planUpper() -> Plan {
-        var active = 0
+        var active = 0, changedNow = 0
+        framesSinceLargeChange = min(framesSinceLargeChange + 1, Self.calmFrames)
         for i in changed.indices {
             if changed[i] != 0 {
                 sinceBase[i] = 1
@@ -171,13 +220,18 @@ public struct RefreshSchedule {
                 }
                 settled[i] = 0
                 coded[i] = 0
+                swept[i] = false
+                awaitsBand[i] = false
+                changedNow += 1
             }
             activeMap[i] = sinceBase[i]
             active += Int(sinceBase[i])
         }
+        endSweep(changed: changedNow)
         mapsKeepAll = false
         segmented = false
         refineCount = 0
+        bandCount = 0
         if active == 0 { return .skip }
         return DamageDetector.isWholeFrame(active, of: changed.count) ? .everything : .some(active)
     }
@@ -190,12 +244,14 @@ public struct RefreshSchedule {
     /// The plan for a frame whose damage is filled in, `keyframe` when the
     /// encoder will make a keyframe of it.
     public mutating func plan(keyframe: Bool) -> Plan {
+        bandCount = 0
+        framesSinceLargeChange = min(framesSinceLargeChange + 1, Self.calmFrames)
         let still = !anyChanged
         if !still { for i in changed.indices where changed[i] != 0 { sinceBase[i] = 1 } }
         if still {
             stillFrames += 1
             // The screen has come to rest: polish it whole, as encoding every frame keeps doing.
-            if stillFrames == Self.polishAfter { restart() }
+            if stillFrames == Self.polishAfter { restart(polish: true) }
         } else {
             stillFrames = 0
         }
@@ -212,25 +268,37 @@ public struct RefreshSchedule {
             return .skip
         }
         mapsKeepAll = false
-        var active = 0
+        var active = 0, changedNow = 0
         refineCount = 0
+        for i in changed.indices where changed[i] != 0 {
+            if !refining[i] {
+                refining[i] = true
+                refiningCount += 1
+            }
+            settled[i] = 0
+            coded[i] = 0
+            swept[i] = false
+            awaitsBand[i] = false
+            changedNow += 1
+        }
+        if !keyframe { endSweep(changed: changedNow) }
+        let sweeping = sweeps && !keyframe
+        if sweeping { chooseBand() }
         for i in changed.indices {
             let column = i % columns
-            if changed[i] != 0 {
-                if !refining[i] {
-                    refining[i] = true
-                    refiningCount += 1
-                }
-                settled[i] = 0
-                coded[i] = 0
-            }
-            activeMap[i] = refining[i] ? 1 : 0
+            // Sweeping, a macroblock at rest that refines a keyframe's picture waits for its band.
+            let waits = sweeping && awaitsBand[i] && refining[i] && changed[i] == 0 && !band[i]
+            activeMap[i] = refining[i] && !waits ? 1 : 0
             active += Int(activeMap[i])
-            if !refining[i] {
+            if activeMap[i] == 0 {
                 // VP8 filters a macroblock's left and top edges with the macroblock: one right of or
                 // below a coded one keeps its filter, as encoding every frame filters that edge.
-                let edge = (column > 0 && refining[i - 1]) || (i >= columns && refining[i - columns])
+                // A band's macroblock is not filtered (``VP8Encoder/Segment/band``), nor are its edges.
+                func filtered(_ j: Int) -> Bool { activeMap[j] != 0 && !(sweeping && band[j]) }
+                let edge = (column > 0 && filtered(i - 1)) || (i >= columns && filtered(i - columns))
                 segmentMap[i] = edge ? VP8Encoder.Segment.coded : VP8Encoder.Segment.kept
+            } else if sweeping && band[i] {
+                segmentMap[i] = VP8Encoder.Segment.band
             } else if changed[i] == 0, Int(coded[i]) >= Self.refineAfter {
                 segmentMap[i] = VP8Encoder.Segment.refine
                 refineCount += 1
@@ -244,13 +312,51 @@ public struct RefreshSchedule {
             // Coded whole or widely: nothing is kept (the map's bits, about 0.8 a macroblock
             // with a quarter coded, cost more than the filter saves), and without anything
             // refining there are no segments at all.
-            segmented = refineCount > 0
+            segmented = refineCount > 0 || bandCount > 0
             if segmented {
                 for i in segmentMap.indices where segmentMap[i] == VP8Encoder.Segment.kept { segmentMap[i] = VP8Encoder.Segment.coded }
             }
         }
         if whole { return .everything }
         return active == 0 ? .skip : .some(active)
+    }
+
+    /// Sweeping: marks this frame's band, the next macroblocks at rest that
+    /// refine a keyframe's picture from where the last band ended, as many
+    /// as ``bandAllowance`` pays for at what the last band's cost (none
+    /// while it pays for none, or before a keyframe has set that cost).
+    private mutating func chooseBand() {
+        let size = bandMacroblockBytes > 0 ? Int(Double(bandAllowance) / bandMacroblockBytes) : 0
+        var taken = 0, i = bandStart % changed.count
+        for _ in changed.indices {
+            band[i] = taken < size && refining[i] && changed[i] == 0 && awaitsBand[i]
+            if band[i] {
+                taken += 1
+                bandStart = i + 1
+            }
+            i = i + 1 == changed.count ? 0 : i + 1
+        }
+        bandCount = taken
+    }
+
+    /// A large change (a scroll: ``Simulcast/motionShare`` of the
+    /// macroblocks, `changed` of them in this frame) ends the sweep: what
+    /// waited for its band stops refining, at the keyframe's quality, until
+    /// the polish when the screen comes to rest. Refining it all from the
+    /// next base frame coded the whole picture in one frame at a quantizer
+    /// the silence before had let fall (a scroll after a keyframe: 16–27 KB
+    /// at 640×360 against 2–5 KB, and through Janus a 1 Mbit/s link's
+    /// viewers saw 41–56 ms, p50, against 37–39).
+    private mutating func endSweep(changed count: Int) {
+        guard sweeps, count * Simulcast.motionShare >= changed.count else { return }
+        framesSinceLargeChange = 0
+        for i in awaitsBand.indices where awaitsBand[i] {
+            awaitsBand[i] = false
+            if refining[i] {
+                refining[i] = false
+                refiningCount -= 1
+            }
+        }
     }
 
     /// Calls `body` with the active map for the encoder and the segment map
@@ -262,14 +368,23 @@ public struct RefreshSchedule {
         }
     }
 
-    /// After a keyframe: every macroblock refines from it.
-    public mutating func restart() {
-        for i in refining.indices {
+    /// After a keyframe: every macroblock refines from it (sweeping, each
+    /// waits for its band, from the top of the picture: the keyframe coded
+    /// it at the frame's quantizer).
+    /// `polish`: the screen came to rest; a macroblock a band refined stays
+    /// refined, one waiting for its band still waits, and the others refine
+    /// at each base frame, as the top's do.
+    public mutating func restart(polish: Bool = false) {
+        let sweeping = sweeps && !polish && framesSinceLargeChange >= Self.calmFrames
+        for i in refining.indices where !(polish && (swept[i] || awaitsBand[i])) {
+            if !refining[i] { refiningCount += 1 }
             refining[i] = true
             settled[i] = 0
-            coded[i] = 0
+            coded[i] = sweeping ? UInt16(Self.refineAfter) : 0
+            swept[i] = false
+            awaitsBand[i] = sweeping
         }
-        refiningCount = refining.count
+        if !polish { bandStart = 0 }
     }
 
     /// After a frame was coded at `quantizer`: measures each refining
@@ -282,15 +397,39 @@ public struct RefreshSchedule {
         for row in 0..<rows {
             for column in 0..<columns {
                 let i = row * columns + column
-                guard refining[i], changed[i] == 0 else { continue }
+                guard refining[i], changed[i] == 0, !sweeps || activeMap[i] != 0 else { continue }
+                // A band's macroblock, coded at the finest quantizer, is refined.
+                if bandCount > 0, segmentMap[i] == VP8Encoder.Segment.band {
+                    refining[i] = false
+                    refiningCount -= 1
+                    swept[i] = true
+                    awaitsBand[i] = false
+                    continue
+                }
                 coded[i] &+= 1
                 if quantizer <= Self.convergedQuantizer { settled[i] &+= 1 }
                 // The floor is measured every fourth frame a macroblock is coded: it lets flat regions go early, cheaply.
                 if Int(settled[i]) >= Self.settledFrames || (measure && coded[i] % 4 == 0 && Self.sse(source, reconstruction, column: column, row: row) <= Self.floorSSE) {
                     refining[i] = false
                     refiningCount -= 1
+                    awaitsBand[i] = false
                 }
             }
+        }
+    }
+
+    /// Sweeping, after a base-layer frame of `bytes`: what its band's
+    /// macroblocks cost, for the next band's size (a keyframe's cost a
+    /// macroblock, four times over as the finest quantizer's, sets the first;
+    /// the frame's other macroblocks count as the band's, so the estimate
+    /// errs high; it falls by at most a tenth a band, so a band of flat
+    /// macroblocks is not followed by one of text five times its size).
+    mutating func noteBand(bytes: Int, keyframe: Bool) {
+        guard sweeps else { return }
+        if keyframe {
+            bandMacroblockBytes = 4 * Double(bytes) / Double(changed.count)
+        } else if bandCount > 0 {
+            bandMacroblockBytes = max(bandMacroblockBytes * 0.9, Double(bytes) / Double(bandCount))
         }
     }
 

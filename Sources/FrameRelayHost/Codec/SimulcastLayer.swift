@@ -37,8 +37,10 @@ final class SimulcastLayer {
         stats.bitrateKbps = settings.bitrateKbps
         if !isTop {
             schedule.sweeps = true
-            sweepBudget = SweepBudget(bitrateKbps: settings.bitrateKbps, frameRate: settings.frameRate,
-                                      baseFrameRate: Double(settings.frameRate) / Double(settings.temporalLayers))
+            let budget = SweepBudget(bitrateKbps: settings.bitrateKbps, frameRate: settings.frameRate,
+                                     baseFrameRate: Double(settings.frameRate) / Double(settings.temporalLayers))
+            schedule.bandBytesMost = Int(budget.most)
+            sweepBudget = budget
         }
     }
 

@@ -38,16 +38,15 @@ import Glibc
 /// leaves (``bandAllowance``, from its ``SweepBudget``). A keyframe's
 /// picture so refines in a few frames of bounded size instead of 20 that
 /// each code it whole as the quantizer falls (docs/STREAMING.md: at
-/// 640×360 on a still screen, 17 frames against 20, 75 KB against 89, and
+/// 640×360 on a still screen, 17 frames against 20, 76 KB against 89, and
 /// a finer picture), and libvpx's work on the frames, which is mostly per
 /// frame and per macroblock coded, falls with them. A macroblock a band
 /// refined stays out of every polish until it changes. A change, and a
-/// polish, refine as the top's do, at each base frame until they converge,
-/// and a large change (``Simulcast/motionShare``) ends the sweep, what
-/// waited for its band refining so too: after a scroll, whose frames
-/// overspend the layer's rate, bands waited for the rate to catch up and
-/// the layer sent little meanwhile, and polished in bands the scrolling
-/// model's small layer came to 579 kbit/s against 508.
+/// polish, refine as the top's do, at each base frame until they converge.
+/// A large change (``Simulcast/motionShare``) ends the sweep: what still
+/// waited for its band stops refining until the polish (``calmFrames``,
+/// `endSweep`); polished in bands too, the scrolling model's small layer
+/// came to 579 kbit/s against 508.
 ///
 /// Every constant is measured: what each choice cost or saved, and the
 /// command that measures it, are in docs/ENCODING.md ("How the constants
@@ -71,7 +70,8 @@ public struct RefreshSchedule {
     /// before a keyframe is swept: on a screen that scrolls every few
     /// seconds the sweep would end at the next scroll, and the keyframe
     /// refines as the top's does (swept, the scrolling model's small-layer
-    /// viewers on a free link froze 5.3–14.7 times a minute against 1.1–8.4).
+    /// viewers on a free link froze 5.3–14.7 times a minute against 3.2–4.2
+    /// in load tests interleaved with sweeps off; docs/STREAMING.md).
     public static let calmFrames = 30
 
     /// What to do with one frame.
@@ -92,7 +92,8 @@ public struct RefreshSchedule {
     private(set) var activeMap: [UInt8] = []
     /// Each macroblock's segment (``VP8Encoder/Segment``): the refine
     /// segment for those refining and unchanged for ``refineAfter`` codings,
-    /// kept for those the active map leaves out (not loop-filtered again).
+    /// kept for those the active map leaves out (not loop-filtered again),
+    /// band for a sweep's band (``sweeps``).
     private(set) var segmentMap: [UInt8] = []
     /// Whether this frame uses ``segmentMap`` (a frame coded whole with nothing refining does not).
     private var segmented = false
@@ -111,8 +112,11 @@ public struct RefreshSchedule {
     private var sinceBase: [UInt8] = []
     /// Whether the schedule sweeps (a lower simulcast layer's).
     public var sweeps = false
-    /// Sweeping, the bytes this frame's band may cost (set before each ``plan(keyframe:)``).
+    /// Sweeping, the bytes this frame's band may cost (set before each ``plan(keyframe:)``), and the most it ever may.
     var bandAllowance = 0
+    var bandBytesMost = Int.max
+    /// Whether the last base frame coded its band alone (its bytes are the band's).
+    private var bandOnly = false
     /// The macroblocks in this frame's band, and where the next band starts.
     private var band: [Bool] = []
     private var bandStart = 0
@@ -244,7 +248,7 @@ public struct RefreshSchedule {
     /// The plan for a frame whose damage is filled in, `keyframe` when the
     /// encoder will make a keyframe of it.
     public mutating func plan(keyframe: Bool) -> Plan {
-        bandCount = 0
+        (bandCount, bandOnly) = (0, false)
         framesSinceLargeChange = min(framesSinceLargeChange + 1, Self.calmFrames)
         let still = !anyChanged
         if !still { for i in changed.indices where changed[i] != 0 { sinceBase[i] = 1 } }
@@ -306,14 +310,16 @@ public struct RefreshSchedule {
                 segmentMap[i] = VP8Encoder.Segment.coded
             }
         }
+        bandOnly = bandCount > 0 && active == bandCount
         let whole = keyframe || DamageDetector.isWholeFrame(active, of: changed.count)
         segmented = true
         if whole || active * Self.keptAtMost > changed.count {
             // Coded whole or widely: nothing is kept (the map's bits, about 0.8 a macroblock
             // with a quarter coded, cost more than the filter saves), and without anything
             // refining there are no segments at all.
+            // With a band, what is kept stays kept: its neighbours would filter the band's edges at the frame's level.
             segmented = refineCount > 0 || bandCount > 0
-            if segmented {
+            if segmented, bandCount == 0 {
                 for i in segmentMap.indices where segmentMap[i] == VP8Encoder.Segment.kept { segmentMap[i] = VP8Encoder.Segment.coded }
             }
         }
@@ -326,7 +332,8 @@ public struct RefreshSchedule {
     /// as ``bandAllowance`` pays for at what the last band's cost (none
     /// while it pays for none, or before a keyframe has set that cost).
     private mutating func chooseBand() {
-        let size = bandMacroblockBytes > 0 ? Int(Double(bandAllowance) / bandMacroblockBytes) : 0
+        // At most a third of the picture: with what else refines, a frame over two thirds is coded whole, waiting macroblocks too.
+        let size = bandMacroblockBytes > 0 ? min(Int(Double(bandAllowance) / bandMacroblockBytes), changed.count / 3) : 0
         var taken = 0, i = bandStart % changed.count
         for _ in changed.indices {
             band[i] = taken < size && refining[i] && changed[i] == 0 && awaitsBand[i]
@@ -346,7 +353,7 @@ public struct RefreshSchedule {
     /// next base frame coded the whole picture in one frame at a quantizer
     /// the silence before had let fall (a scroll after a keyframe: 16–27 KB
     /// at 640×360 against 2–5 KB, and through Janus a 1 Mbit/s link's
-    /// viewers saw 41–56 ms, p50, against 37–39).
+    /// viewers saw 40.9–43.0 ms, p50, against 36.7–38.8).
     private mutating func endSweep(changed count: Int) {
         guard sweeps, count * Simulcast.motionShare >= changed.count else { return }
         framesSinceLargeChange = 0
@@ -421,16 +428,18 @@ public struct RefreshSchedule {
     /// Sweeping, after a base-layer frame of `bytes`: what its band's
     /// macroblocks cost, for the next band's size (a keyframe's cost a
     /// macroblock, four times over as the finest quantizer's, sets the first;
-    /// the frame's other macroblocks count as the band's, so the estimate
-    /// errs high; it falls by at most a tenth a band, so a band of flat
-    /// macroblocks is not followed by one of text five times its size).
+    /// learnt only from a frame that coded its band alone; it falls by at
+    /// most a tenth a band, so a band of flat macroblocks is not followed by
+    /// one of text five times its size; never over ``bandBytesMost``, so a
+    /// full bucket always pays for a macroblock).
     mutating func noteBand(bytes: Int, keyframe: Bool) {
         guard sweeps else { return }
         if keyframe {
             bandMacroblockBytes = 4 * Double(bytes) / Double(changed.count)
-        } else if bandCount > 0 {
+        } else if bandOnly {
             bandMacroblockBytes = max(bandMacroblockBytes * 0.9, Double(bytes) / Double(bandCount))
         }
+        bandMacroblockBytes = min(bandMacroblockBytes, Double(bandBytesMost))
     }
 
     /// The squared error of one macroblock, luma and both chroma planes,

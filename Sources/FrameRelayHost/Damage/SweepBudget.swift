@@ -13,7 +13,8 @@
 struct SweepBudget {
     static let burstFrames = 2.0
     private let bytesPerSecond: Double
-    private let most: Double
+    /// The most the bucket holds (bytes).
+    let most: Double
     /// A frame interval (ns) at the layer's frame rate.
     private let frameInterval: Double
     private var bytes = 0.0

@@ -119,6 +119,8 @@ public struct RefreshSchedule {
     private var bandOnly = false
     /// The macroblocks in this frame's band, and where the next band starts.
     private var band: [Bool] = []
+    /// Whether `band` marks any macroblock.
+    private var bandMarked = false
     private var bandStart = 0
     /// How many macroblocks are in this frame's band.
     public private(set) var bandCount = 0
@@ -218,14 +220,7 @@ public struct RefreshSchedule {
         for i in changed.indices {
             if changed[i] != 0 {
                 sinceBase[i] = 1
-                if !refining[i] {
-                    refining[i] = true
-                    refiningCount += 1
-                }
-                settled[i] = 0
-                coded[i] = 0
-                swept[i] = false
-                awaitsBand[i] = false
+                markChanged(i)
                 changedNow += 1
             }
             activeMap[i] = sinceBase[i]
@@ -275,14 +270,7 @@ public struct RefreshSchedule {
         var active = 0, changedNow = 0
         refineCount = 0
         for i in changed.indices where changed[i] != 0 {
-            if !refining[i] {
-                refining[i] = true
-                refiningCount += 1
-            }
-            settled[i] = 0
-            coded[i] = 0
-            swept[i] = false
-            awaitsBand[i] = false
+            markChanged(i)
             changedNow += 1
         }
         if !keyframe { endSweep(changed: changedNow) }
@@ -334,6 +322,12 @@ public struct RefreshSchedule {
     private mutating func chooseBand() {
         // At most a third of the picture: with what else refines, a frame over two thirds is coded whole, waiting macroblocks too.
         let size = bandMacroblockBytes > 0 ? min(Int(Double(bandAllowance) / bandMacroblockBytes), changed.count / 3) : 0
+        // No band: the last one's marks cleared once, not a pass over the picture every frame.
+        guard size > 0 else {
+            if bandMarked { band.withUnsafeMutableBufferPointer { $0.update(repeating: false) } }
+            bandMarked = false
+            return
+        }
         var taken = 0, i = bandStart % changed.count
         for _ in changed.indices {
             band[i] = taken < size && refining[i] && changed[i] == 0 && awaitsBand[i]
@@ -344,6 +338,19 @@ public struct RefreshSchedule {
             i = i + 1 == changed.count ? 0 : i + 1
         }
         bandCount = taken
+        bandMarked = taken > 0
+    }
+
+    /// Macroblock `i` changed: it refines from its next coding on, as a change does (not in a sweep's band).
+    private mutating func markChanged(_ i: Int) {
+        if !refining[i] {
+            refining[i] = true
+            refiningCount += 1
+        }
+        settled[i] = 0
+        coded[i] = 0
+        swept[i] = false
+        awaitsBand[i] = false
     }
 
     /// A large change (a scroll: ``Simulcast/motionShare`` of the

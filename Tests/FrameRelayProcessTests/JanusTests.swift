@@ -423,7 +423,11 @@ import FrameRelayJanus
         print("janus glass to glass: Chromium presented p50 \(median(presented)) ms, shown p50 \(median(shown)) ms over \(shown.count) frames; aiortc decoded p50 \(median(decoded)) ms over \(decoded.count)")
         #expect(median(presented) > 0 && median(presented) < median(decoded), "Chromium \(median(presented)) ms, aiortc \(median(decoded)) ms")
         #expect(median(shown) >= median(presented) - 1)
-        #expect(run.output.contains("webrtc stats {"), "getStats() was not logged")
+        // The keyframes the page tells its layer rule of (`frame.type` of each frame received whole) are the ones Chromium decodes:
+        // the first, and the whole picture's when the rule steps up; at most one more still on its way to the decoder.
+        let stats = try lastWebRTCStats(run.output)
+        let whole = try #require(stats["keyframesWhole"] as? Int, "\(stats)"), decodedKeyframes = try #require(stats["keyFramesDecoded"] as? Int, "\(stats)")
+        #expect(decodedKeyframes >= 1 && (decodedKeyframes...decodedKeyframes + 1).contains(whole), "page saw \(whole) keyframes whole, Chromium decoded \(decodedKeyframes)")
     }
 
     /// Chromium through `frame-relay link-relay` with 5 % loss and 20 ms
@@ -453,9 +457,7 @@ import FrameRelayJanus
             grep -E 'viewer error|webrtc clock' $D/chromium.log | tail -3
             grep -o '"webrtc stats .*"' $D/chromium.log | tail -1
             """, timeout: 90)
-        let statsLine = try #require(run.output.split(separator: "\n").last { $0.hasPrefix("\"webrtc stats ") }, "\(run.output.suffix(2000))")
-        let json = String(statsLine.dropFirst("\"webrtc stats ".count).dropLast()).replacingOccurrences(of: "\\\"", with: "\"")
-        let stats = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any], "\(json)")
+        let stats = try lastWebRTCStats(run.output)
         let lost = stats["packetsLost"] as? Int ?? 0, nacks = stats["nackCount"] as? Int ?? 0
         let shown = Int(run.output.split(separator: "\n").first { $0.hasPrefix("shown ") }?.dropFirst(6) ?? "") ?? 0
         let detail = ["framesReceived", "framesDecoded", "framesDropped", "freezeCount", "freezesByHostGaps", "pliCount", "retransmittedPacketsReceived"].map { "\($0) \(stats[$0] ?? "-")" }.joined(separator: ", ")
@@ -465,5 +467,12 @@ import FrameRelayJanus
         #expect(stats["freezesByHostGaps"] is Int, "\(stats)")
         #expect(shown >= 150, "\(shown) frames shown in 40 s")
         #expect(run.output.contains("link-relay: passed"), "\(run.output.suffix(1000))")
+    }
+
+    /// The last getStats() the viewer page logged (`"webrtc stats {…}"`, as Chromium's log quotes it) in `output`.
+    private func lastWebRTCStats(_ output: String) throws -> [String: Any] {
+        let line = try #require(output.split(separator: "\n").last { $0.hasPrefix("\"webrtc stats ") }, "getStats() was not logged: \(output.suffix(2000))")
+        let json = String(line.dropFirst("\"webrtc stats ".count).dropLast()).replacingOccurrences(of: "\\\"", with: "\"")
+        return try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any], "\(json)")
     }
 }

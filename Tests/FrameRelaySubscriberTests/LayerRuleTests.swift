@@ -1,6 +1,7 @@
 import Foundation
 @testable import FrameRelayHost
 @testable import FrameRelaySubscriber
+import FrameRelayRTP
 import FrameRelayTestSupport
 import Testing
 
@@ -187,6 +188,38 @@ import Testing
                     arrives: { t in !stalls.contains { t >= $0 && t < $0 + 2500 } },
                     loss: { t in lossy.first { t >= $0.0 && t < $0.0 + $0.1 }?.2 ?? 0 },
                     missed: { t in stalls.contains { abs(t - $0) < 17 } ? 1 : 0 })
+    }
+
+    /// The subscriber's stream hands the rule each frame whole, marked a
+    /// keyframe when its packets say so (``StreamFollower``): frames of our
+    /// packetizer through a 2 Mbit/s link, 30 KB keyframes among them held
+    /// to 500 kbit/s by the host's pacer. The capacity reads the link; with
+    /// the keyframes in it, it would read nearer the pacer's rate.
+    @Test func theSubscribersStreamLeavesKeyframesOutOfTheLinksCapacity() throws {
+        let follower = try StreamFollower(payloadType: 96, retransmissionPayloadType: nil, decodes: false, expectedFrames: 256)
+        follower.layerRule = LayerRule(layers: 2, bitrates: [625, 2500], now: 0)
+        var packetizer = RTPPacketizer(ssrc: 0x1234_5678, maxPacketSize: 1200)
+        let scratch = UnsafeMutableRawPointer.allocate(byteCount: 1200, alignment: 8)
+        defer { scratch.deallocate() }
+        var free = 0.0, keyframes = 0
+        for index in 0..<150 {
+            let keyframe = index % 45 == 0
+            let bytes = keyframe ? 30_000 : index % 2 == 0 ? 2400 : 600
+            // P = 0 and the start code on a keyframe (RFC 6386 §9.1), 640 wide.
+            var frame = [UInt8](repeating: 0x5A, count: bytes)
+            frame.replaceSubrange(0..<10, with: keyframe ? [0x00, 0x00, 0x00, 0x9D, 0x01, 0x2A, 0x80, 0x02, 0x68, 0x01] : [0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0])
+            let sent = Double(index) * 1000 / 30
+            free = max(free, sent + 20) + Double(bytes) * 8 / (keyframe ? 500 : 2000)  // ms: the link, or the pacer for a keyframe
+            let arrival = UInt64(free * 1e6)
+            frame.withUnsafeBytes { frame in
+                packetizer.packetize(frame, timestamp: UInt32(index * 3000), scratch: scratch) { packet, _ in
+                    #expect(follower.receive(packet, now: arrival))
+                }
+            }
+            if keyframe { keyframes += 1 }
+        }
+        let capacity = try #require(follower.layerRule?.capacity, "no capacity from \(150 - keyframes) frames")
+        #expect(abs(capacity - 2000) < 200, "\(capacity) kbit/s read on a 2,000 kbit/s link")
     }
 
     @Test func theViewerPagesMirrorStepsWhereTheSwiftTypeSteps() throws {

@@ -3,7 +3,7 @@ import FrameRelaySystem
 import FrameRelayFrames
 import FrameRelayProducer
 import FrameRelayDecoding
-import FrameRelayHost
+@testable import FrameRelayHost
 import FrameRelayRTP
 import FrameRelayTestSupport
 import Testing
@@ -66,6 +66,25 @@ struct SimulcastTests {
         let frames = try #require(sink.frames[0])
         #expect(frames.count > 5 && frames.allSatisfy { $0.temporal == nil })
         #expect(share.pipeline.stats.layers.map(\.baseFrames) == [UInt64(frames.count)])
+    }
+
+    /// A lower layer marks each of its macroblocks over one that the whole
+    /// picture's damage marks, and no other: 1280×720's 80×45 onto
+    /// 640×360's 40×23 (its last row half over the picture's last), and onto
+    /// 960×540's 60×34, whose macroblocks straddle the picture's.
+    @Test func aLowerLayerTakesTheDamageUnderEachOfItsMacroblocks() {
+        func taken(columns: Int, rows: Int, scale: Double, from marked: [(row: Int, column: Int)]) -> [Int] {
+            var top = RefreshSchedule(), low = RefreshSchedule()
+            top.prepare(columns: 80, rows: 45)
+            low.prepare(columns: columns, rows: rows)
+            top.withDamage { map in for mark in marked { map[mark.row * 80 + mark.column] = 1 } }
+            low.takeDamage(from: top, scale: scale)
+            return low.withDamage { map in (0..<columns * rows).filter { map[$0] != 0 } }
+        }
+        #expect(taken(columns: 40, rows: 23, scale: 2, from: [(0, 0), (10, 21), (44, 79)]) == [0, 5 * 40 + 10, 22 * 40 + 39])
+        // The picture's macroblock at row 10, column 21 (pixels 160–175 down, 336–351 across) lies under rows 7 and 8
+        // of 60×34 (the picture's pixels 149–170 and 170–191) and columns 15 and 16 (320–341 and 341–362).
+        #expect(taken(columns: 60, rows: 34, scale: 4.0 / 3, from: [(10, 21)]) == [7 * 60 + 15, 7 * 60 + 16, 8 * 60 + 15, 8 * 60 + 16])
     }
 
     @Test func aLowerLayerSendsSmallChangesAtFiveFramesASecondAndLargeOnesAndKeyframesAtOnce() throws {

@@ -192,6 +192,11 @@ public struct RefreshSchedule {
         }
         for row in 0..<rows {
             let sourceRows = span(row, source.rows)
+            // A row over source rows with nothing changed (most of them, typing) is passed over whole.
+            let touched = source.changed.withUnsafeBufferPointer { marks in
+                sourceRows.contains { memchr(marks.baseAddress! + $0 * source.columns, 1, source.columns) != nil }
+            }
+            guard touched else { continue }
             for column in 0..<columns {
                 guard changed[row * columns + column] == 0 else { continue }
                 let sourceColumns = span(column, source.columns)

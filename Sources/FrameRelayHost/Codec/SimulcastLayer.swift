@@ -47,31 +47,16 @@ final class SimulcastLayer {
     /// Whether this layer leaves the frame captured at `captureTime` to a
     /// later one, its damage (filled in, with what the frames it left
     /// changed) kept: it is below the top, no keyframe is due, what changed
-    /// and what refines at each base frame are few macroblocks
-    /// (``Simulcast/smallChangeShare``; those waiting for a sweep's band are
-    /// not counted, and no band is due), it encoded a frame less than the
-    /// gathering interval ago, and it left fewer frames in a row than the
-    /// interval holds at the frame rate (``Simulcast/gathering(frameRate:)``:
-    /// a producer whose capture clock stands still is not gathered from
-    /// forever). So typing after a keyframe is gathered while the keyframe's
-    /// bytes are paid for, and between its bands (an upper-layer frame
-    /// carries none): counting the macroblocks that wait, every typing frame
-    /// went out until the sweep ended (`frame-relay-bench --filter layers`,
-    /// typing: the small layer's 91 frames in 10 s came to 63).
+    /// and what refines are few macroblocks (``Simulcast/smallChangeShare``),
+    /// it encoded a frame less than the gathering interval ago, and it left
+    /// fewer frames in a row than the interval holds at the frame rate
+    /// (``Simulcast/gathering(frameRate:)``: a producer whose capture clock
+    /// stands still is not gathered from forever).
     func gathers(captureTime: UInt64, keyframeDue: Bool) -> Bool {
         guard !isTop, !keyframeDue, let limit = Simulcast.gathering(frameRate: encoder.settings.frameRate), framesGathered < limit.frames,
-              captureTime &- lastEncodedCapture < limit.interval
+              (schedule.changedCount + schedule.refiningCount) * Simulcast.smallChangeShare < schedule.columns * schedule.rows
         else { return false }
-        let pending = schedule.changedCount + (schedule.refiningCount > 0 ? schedule.refiningCount - schedule.waitingCount : 0)
-        return pending * Simulcast.smallChangeShare < schedule.columns * schedule.rows && !bandDue(captureTime: captureTime)
-    }
-
-    /// Whether the frame captured at `captureTime` would carry a sweep's
-    /// band: a base-layer frame (an upper one carries none) whose budget
-    /// pays for one.
-    private func bandDue(captureTime: UInt64) -> Bool {
-        guard let sweepBudget, temporal.layer(captureTime: captureTime, keyframe: false) == 0 else { return false }
-        return schedule.paysForBand(sweepBudget.available(at: captureTime))
+        return captureTime &- lastEncodedCapture < limit.interval
     }
 }
 

@@ -106,8 +106,6 @@ public struct RefreshSchedule {
     private var coded: [UInt16] = []
     /// Macroblocks refining now.
     public private(set) var refiningCount = 0
-    /// Sweeping, the macroblocks refining that wait for their band (the others refine at each base frame).
-    var waitingCount: Int { sweeps ? zip(awaitsBand, refining).reduce(0) { $0 + ($1.0 && $1.1 ? 1 : 0) } : 0 }
     /// Frames in a row with nothing changed; at ``polishAfter`` every macroblock refines once more.
     private var stillFrames = 0
     /// With temporal layers: the macroblocks changed since the last base-layer frame (what an upper-layer frame codes).
@@ -320,11 +318,6 @@ public struct RefreshSchedule {
         }
         if whole { return .everything }
         return active == 0 ? .skip : .some(active)
-    }
-
-    /// Sweeping, whether `allowance` bytes pay for a band in the next frame (some macroblock waits for one).
-    func paysForBand(_ allowance: Int) -> Bool {
-        sweeps && bandMacroblockBytes > 0 && Double(allowance) >= bandMacroblockBytes && waitingCount > 0
     }
 
     /// Sweeping: marks this frame's band, the next macroblocks at rest that

@@ -29,18 +29,12 @@ struct SweepBudget {
 
     /// The bytes a band may cost in the frame captured at `captureTime`.
     mutating func allowance(at captureTime: UInt64) -> Int {
-        bytes = filled(at: captureTime)
+        if let last {
+            let elapsed = captureTime > last ? Double(captureTime - last) : frameInterval
+            bytes = min(most, bytes + elapsed / 1e9 * bytesPerSecond)
+        }
         last = max(last ?? captureTime, captureTime)
         return max(0, Int(bytes))
-    }
-
-    /// What ``allowance(at:)`` would give, the bucket left as it is.
-    func available(at captureTime: UInt64) -> Int { max(0, Int(filled(at: captureTime))) }
-
-    private func filled(at captureTime: UInt64) -> Double {
-        guard let last else { return bytes }
-        let elapsed = captureTime > last ? Double(captureTime - last) : frameInterval
-        return min(most, bytes + elapsed / 1e9 * bytesPerSecond)
     }
 
     /// A frame of `count` bytes of the layer went out; a keyframe's from an

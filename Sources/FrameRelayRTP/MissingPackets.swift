@@ -92,14 +92,16 @@ package struct MissingPackets {
 
     /// The sequence numbers to ask for now (first asks, and retries one and a
     /// half round trips apart but at least ``retryInterval``), in order;
-    /// drops what has been asked for too long.
-    package mutating func due(now: UInt64, into out: inout [UInt16]) {
+    /// drops what has been asked for too long, handing `givenUp` when each
+    /// such packet was found missing.
+    package mutating func due(now: UInt64, into out: inout [UInt16], givenUp: (UInt64) -> Void = { _ in }) {
         guard !missing.isEmpty, let top = sequences?.highest else { return }
         let retry = max(rule.retryInterval, (roundTrip ?? 0) * 3 / 2)
         for (sequence, var entry) in missing {
             if entry.tries >= rule.maxTries || now &- entry.firstSeen > rule.giveUpAfter {
                 missing[sequence] = nil
                 counts.givenUp += 1
+                givenUp(entry.firstSeen)
                 continue
             }
             guard entry.tries == 0 || now &- entry.lastAsked >= retry else { continue }

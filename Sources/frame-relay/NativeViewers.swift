@@ -95,7 +95,7 @@ final class NativeViewers: LoadTestWatchers {
                     let layerTotal = group.totals.layerMs.values.reduce(0, +)
                     if layerTotal > 0 { result.layerPercent = group.totals.layerMs.mapValues { $0 / layerTotal * 100 } }
                     result.layerSwitches = group.totals.layerSwitches
-                    (result.framesEachSecond, result.layerEachSecond) = SubscriberStats.overTime(group.subscribers)
+                    (result.framesEachSecond, result.lostEachSecond, result.layerEachSecond) = SubscriberStats.overTime(group.subscribers)
                     return result
                 })
         }

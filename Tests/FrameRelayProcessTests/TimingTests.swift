@@ -204,8 +204,9 @@ import Testing
         #expect(page.contains("<title>share 2: p99 of the whole step (not judged) 43.5 ms</title>"), "\(page)")
     }
 
-    /// Each viewer group's frames/s and layer, second by second, are drawn
-    /// one line a group with the values the report holds.
+    /// Each viewer group's frames/s, loss after repair and layer, second by
+    /// second, are drawn one line a group with the values the report holds
+    /// (the loss only where some group lost a packet).
     @Test func eachViewerGroupsFramesAndLayerAreDrawnOverTime() {
         var report = LoadTestReport(size: "1280x720", framesPerSecond: 30, format: "nv12", cores: 2, objective: .init(maxDropPercent: 1, maxP99Milliseconds: 30))
         var free = LoadTestReport.ViewerGroup(link: "perfect", viewers: 2, watching: 2, lossPercent: 0, p50Ms: 40, p99Ms: 60, firstFrameMaxMs: 300)
@@ -214,6 +215,8 @@ import Testing
         var narrow = LoadTestReport.ViewerGroup(link: "rate=1mbit", viewers: 2, watching: 2, lossPercent: 0, p50Ms: 80, p99Ms: 200, firstFrameMaxMs: 900)
         narrow.framesEachSecond = [7, 12.5]
         narrow.layerEachSecond = [0, 0.5]
+        narrow.lostEachSecond = [0, 3.5]
+        free.lostEachSecond = [0, 0, 0]
         let viewers = LoadTestReport.Viewers(kind: "native", count: 4, framesDecoded: [79, 79, 19, 19], lostPercent: 0, firstPictureMilliseconds: 900,
                                              glassToGlassP50Milliseconds: 50, glassToGlassP99Milliseconds: 200, groups: [free, narrow])
         let share = LoadTestReport.Share(appGroup: "s", framesIn: 90, framesOut: 90, dropPercent: 0, fps: 30, p50Milliseconds: 5, p99Milliseconds: 9, hostCPUPercent: 50,
@@ -228,6 +231,11 @@ import Testing
         #expect(!frames.contains("s 3: share 1 rate=1mbit"), "a group's line ends where its seconds do")
         for (second, value) in [(1, 0.0), (2, 1), (3, 1.5)] { #expect(layers.contains("<title>s \(second): share 1 perfect \(fixed(value, 1)) layer</title>"), "\(layers)") }
         #expect(layers.contains("<title>s 2: share 1 rate=1mbit 0.5 layer</title>"), "\(layers)")
+        let lost = page.components(separatedBy: "packets lost after repair a second per viewer").dropFirst().first?.components(separatedBy: "</svg>").first ?? ""
+        #expect(lost.contains("<title>s 2: share 1 rate=1mbit 3.5 packets/s</title>") && lost.contains("<title>s 3: share 1 perfect 0.0 packets/s</title>"), "\(lost)")
+        narrow.lostEachSecond = [0, 0]
+        report.steps[0].shares[0].viewers?.groups = [free, narrow]
+        #expect(!LoadTestHTML.render(report).contains("packets lost after repair"), "no loss, no chart")
     }
 
     /// Run twice where its reports are, a load test says it replaced them.

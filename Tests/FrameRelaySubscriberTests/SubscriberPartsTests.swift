@@ -156,8 +156,42 @@ import FrameRelayJanus
         #expect(asks == [13])
         #expect(missing.counts.recovered == 1 && missing.counts.received == 4 && missing.expected == 5)
         #expect(missing.roundTrip == 20_000_000)
-        for step in 2...20 { asks.removeAll(); missing.due(now: 110_000_000 + UInt64(step) * 100_000_000, into: &asks) }
+        var givenUp: [UInt64] = []
+        for step in 2...20 { asks.removeAll(); missing.due(now: 110_000_000 + UInt64(step) * 100_000_000, into: &asks) { givenUp.append($0) } }
         #expect(missing.isEmpty && missing.counts.givenUp == 1)
+        #expect(givenUp == [1_000_000], "given up on, each when it was found missing")
+    }
+
+    /// A viewer's loss after repair over time: a packet of our packetizer's
+    /// stream lost at 2.5 s and never sent again counts in the third second
+    /// of its watch, where it went missing, not where NACK gave up on it; the
+    /// frames it held back are missed, and the frames before and after count.
+    @Test func aViewersLossCountsInTheSecondThePacketWentMissing() throws {
+        let follower = try StreamFollower(payloadType: 96, retransmissionPayloadType: nil, decodes: false, expectedFrames: 256)
+        follower.timelineStart = 1_000_000_000
+        var packetizer = RTPPacketizer(ssrc: 0x0BAD_CAFE, maxPacketSize: 1200)
+        let scratch = UnsafeMutableRawPointer.allocate(byteCount: 1200, alignment: 8)
+        defer { scratch.deallocate() }
+        var asks: [UInt16] = []
+        for index in 0..<150 {
+            let now = 1_000_000_000 + UInt64(index) * 1_000_000_000 / 30
+            // Two packets a frame; the first a keyframe (P = 0).
+            var frame = [UInt8](repeating: 0x5A, count: 1_800)
+            frame[0] = index == 0 ? 0x00 : 0x01
+            var packet = 0
+            frame.withUnsafeBytes { frame in
+                packetizer.packetize(frame, timestamp: UInt32(index * 3000), scratch: scratch) { bytes, _ in
+                    defer { packet += 1 }
+                    if index == 75, packet == 1 { return }  // 2.5 s after the watch began
+                    follower.receive(bytes, now: now)
+                }
+            }
+            asks.removeAll()
+            follower.missingDue(now: now, into: &asks)
+        }
+        let lost = follower.lostEachSecond
+        #expect(lost.count == 3 && lost[2] == 1 && lost.reduce(0, +) == 1, "\(lost)")
+        #expect(follower.framesEachSecond.first == 30, "\(follower.framesEachSecond)")
     }
 
     /// A hostile peer's sequence jumps: one stray number, or one every other
@@ -309,17 +343,19 @@ import FrameRelayJanus
 
     /// A group's layer second by second: before a viewer's first step, the
     /// layer it started on (not the one it stepped to); a viewer that never
-    /// steps is drawn too; viewers of one layer are not.
+    /// steps is drawn too; viewers of one layer are not. Its loss is the
+    /// mean over its viewers, each second.
     @Test func aGroupsLayerEachSecondStartsWhereItsViewersStarted() {
         var stepper = SubscriberStats(), stayer = SubscriberStats(), single = SubscriberStats()
         (stepper.firstLayer, stayer.firstLayer) = ("0/1", "0/1")
         stepper.layerSteps = [.init(ms: 2_500, layer: "1/1")]
         stepper.framesEachSecond = [30, 30, 30, 30]
         stayer.framesEachSecond = [30, 30, 30, 30]
+        (stepper.lostEachSecond, stayer.lostEachSecond) = ([0, 4], [0, 0, 2])
         single.framesEachSecond = [15, 15, 15, 15]
         let both = SubscriberStats.overTime([stepper, stayer])
         // 0/1 is 0.5, 1/1 is 1.5: the stepper from its third second.
-        #expect(both.layers == [0.5, 0.5, 1.0, 1.0] && both.frames == [30, 30, 30, 30])
+        #expect(both.layers == [0.5, 0.5, 1.0, 1.0] && both.frames == [30, 30, 30, 30] && both.lost == [0, 2, 1, 0])
         #expect(SubscriberStats.overTime([single]).layers.isEmpty)
         #expect(SubscriberStats.overTime([stayer, single]).layers == [0.5, 0.5, 0.5, 0.5])
     }

@@ -34,10 +34,21 @@ package final class StreamFollower {
     private(set) var lostFrame = false
     /// Which simulcast layer to watch, from what this stream shows of the link (nil: the mountpoint has one layer).
     var layerRule: LayerRule?
-    /// Decodable frames in each second from `timelineStart` (the viewer's watch), up to ``timelineLimit`` seconds.
+    /// Decodable frames in each second from `timelineStart` (the viewer's
+    /// watch), and packets given up on (lost after repair) in the second
+    /// each went missing, up to ``timelineLimit`` seconds.
     var timelineStart: UInt64 = 0
     private(set) var framesEachSecond: [UInt16] = []
+    private(set) var lostEachSecond: [UInt16] = []
     static let timelineLimit = 3600
+
+    /// Counts one event at `at` in its second of `timeline`.
+    private func count(at: UInt64, in timeline: inout [UInt16]) {
+        let second = Int((at &- timelineStart) / 1_000_000_000)
+        guard at >= timelineStart, second < Self.timelineLimit else { return }
+        if timeline.count <= second { timeline += [UInt16](repeating: 0, count: second + 1 - timeline.count) }
+        timeline[second] &+= 1
+    }
 
     package init(payloadType: Int, retransmissionPayloadType: Int?, decodes: Bool, expectedFrames: Int) throws(SubscriberError) {
         self.payloadType = payloadType
@@ -101,11 +112,7 @@ package final class StreamFollower {
                     keyframeWaitStarted = nil
                 }
                 if let picture = frame.pictureID, frames.count < frames.capacity { frames.append((picture, at)) }
-                let second = Int((at &- timelineStart) / 1_000_000_000)
-                if at >= timelineStart, second < Self.timelineLimit {
-                    if framesEachSecond.count <= second { framesEachSecond += [UInt16](repeating: 0, count: second + 1 - framesEachSecond.count) }
-                    framesEachSecond[second] &+= 1
-                }
+                count(at: at, in: &framesEachSecond)
                 if frame.keyframe, let picture = frame.pictureID, keyframes.count < 4096 { keyframes.append(.init(picture: picture, width: frame.width, bytes: frame.bytes, at: at)) }
                 _ = freezes.frame(at: at, timestamp: frame.timestamp)
                 decoder?.decode(frame, now: at)
@@ -119,7 +126,11 @@ package final class StreamFollower {
     }
 
     /// The sequence numbers to ask for now (see ``MissingPackets/due(now:into:)``).
-    func missingDue(now: UInt64, into out: inout [UInt16]) { missing.due(now: now, into: &out) }
+    func missingDue(now: UInt64, into out: inout [UInt16]) {
+        var lost = lostEachSecond
+        missing.due(now: now, into: &out) { count(at: $0, in: &lost) }
+        lostEachSecond = lost
+    }
 
     /// Whether anything is waited for.
     var isMissing: Bool { !missing.isEmpty }
@@ -183,6 +194,7 @@ package final class StreamFollower {
         stats.givenUpPackets = missing.counts.givenUp
         stats.nackRoundTripMs = missing.roundTrip.map { Double($0) / 1e6 }
         stats.framesEachSecond = framesEachSecond
+        stats.lostEachSecond = lostEachSecond
         if let decoder {
             stats.framesDecoded = decoder.decoded
             stats.decodeErrors = decoder.errors

@@ -61,8 +61,10 @@ public struct SubscriberStats: Codable, Sendable, Equatable {
     public var layerSwitches: UInt64 = 0
     /// Each step the viewer took: ms after it asked to watch, and the layer ("substream/temporal") it moved to.
     public var layerSteps: [LayerStep] = []
-    /// Decodable frames in each second after it asked to watch.
+    /// Decodable frames in each second after it asked to watch, and packets
+    /// lost after repair in the second each went missing.
     public var framesEachSecond: [UInt16] = []
+    public var lostEachSecond: [UInt16] = []
 
     public struct LayerStep: Codable, Sendable, Equatable {
         public var ms: Double
@@ -77,17 +79,21 @@ public struct SubscriberStats: Codable, Sendable, Equatable {
 
 extension SubscriberStats {
     /// A group's viewers second by second from when each began to watch:
-    /// their mean decodable frames, and their mean layer (substream +
-    /// temporal / 2) as their layer steps say (none without layers).
-    public static func overTime(_ viewers: [SubscriberStats]) -> (frames: [Double], layers: [Double]) {
+    /// their mean decodable frames, their mean packets lost after repair, and
+    /// their mean layer (substream + temporal / 2) as their layer steps say
+    /// (none without layers).
+    public static func overTime(_ viewers: [SubscriberStats]) -> (frames: [Double], lost: [Double], layers: [Double]) {
         let seconds = viewers.map(\.framesEachSecond.count).max() ?? 0
-        guard seconds > 0 else { return ([], []) }
-        let frames = (0..<seconds).map { second in
-            Double(viewers.map { second < $0.framesEachSecond.count ? Int($0.framesEachSecond[second]) : 0 }.reduce(0, +)) / Double(viewers.count)
+        guard seconds > 0 else { return ([], [], []) }
+        func mean(_ timeline: (SubscriberStats) -> [UInt16]) -> [Double] {
+            (0..<seconds).map { second in
+                Double(viewers.map { let each = timeline($0); return second < each.count ? Int(each[second]) : 0 }.reduce(0, +)) / Double(viewers.count)
+            }
         }
+        let frames = mean(\.framesEachSecond), lost = mean(\.lostEachSecond)
         // Viewers of a mountpoint with layers (those that watched a layer), stepping or not.
         let layered = viewers.filter { $0.firstLayer != nil }
-        guard !layered.isEmpty else { return (frames, []) }
+        guard !layered.isEmpty else { return (frames, lost, []) }
         let layers = (0..<seconds).map { second in
             layered.map { viewer -> Double in
                 // The layer in force at the second's end: the last step before it, or the one it started on.
@@ -96,6 +102,6 @@ extension SubscriberStats {
                 return parts.count == 2 ? parts[0] + parts[1] / 2 : 0
             }.reduce(0, +) / Double(layered.count)
         }
-        return (frames, layers)
+        return (frames, lost, layers)
     }
 }

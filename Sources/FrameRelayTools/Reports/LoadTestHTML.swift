@@ -168,7 +168,7 @@ public enum LoadTestHTML {
         return svg + "</svg>" + (shares > 1 ? legend((0..<shares).map { ("share \($0 + 1)", colour($0)) }) : "")
     }
 
-    /// Each viewer group's frames/s and layer over time (from when its viewers began to watch), one line a group.
+    /// Each viewer group's frames/s, loss after repair and layer over time (from when its viewers began to watch), one line a group.
     private static func groupCharts(_ step: LoadTestReport.Step) -> String {
         let groups = step.shares.enumerated().flatMap { index, share in
             (share.viewers?.groups ?? []).map { (name: "share \(index + 1) \($0.link)", group: $0) }
@@ -185,6 +185,10 @@ public enum LoadTestHTML {
         let xs = (0..<seconds).map { Double($0) + 1 }
         var html = "<h3>Each viewer group: decodable frames a second per viewer, over time</h3>"
             + lineChart(xs, series(\.framesEachSecond), shares: groups.count, yUnit: "frames/s", lines: lines)
+        if groups.contains(where: { $0.group.lostEachSecond.contains { $0 > 0 } }) {
+            html += "<h3>Each viewer group: packets lost after repair a second per viewer, in the second each went missing</h3>"
+                + lineChart(xs, series(\.lostEachSecond), shares: groups.count, yUnit: "packets/s", lines: lines)
+        }
         if groups.contains(where: { !$0.group.layerEachSecond.isEmpty }) {
             html += "<h3>Each viewer group: the layer watched (substream + temporal / 2: 0, 0.5, 1, 1.5), mean over its viewers</h3>"
                 + lineChart(xs, series(\.layerEachSecond), shares: groups.count, yUnit: "layer", lines: lines)

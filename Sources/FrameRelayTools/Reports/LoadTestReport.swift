@@ -148,9 +148,11 @@ public struct LoadTestReport: Codable, Sendable {
         public var layerPercent: [String: Double] = [:]
         public var layerSwitches: UInt64 = 0
         /// Each second from when the viewers began to watch: their mean
-        /// decodable frames, and (on a simulcast mountpoint) their mean layer
-        /// as substream + temporal / 2 (0, 0.5, 1, 1.5 for two layers).
+        /// decodable frames, their mean packets lost after repair (in the
+        /// second each went missing), and (on a simulcast mountpoint) their
+        /// mean layer as substream + temporal / 2 (0, 0.5, 1, 1.5 for two layers).
         public var framesEachSecond: [Double] = []
+        public var lostEachSecond: [Double] = []
         public var layerEachSecond: [Double] = []
 
         /// The time at each layer in one phrase: "0/1 20 %, 1/1 80 %, 3 switches" (empty without layers).

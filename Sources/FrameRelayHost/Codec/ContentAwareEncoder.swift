@@ -31,7 +31,6 @@ public final class ContentAwareEncoder {
     /// The top layer's bitrate as configured (kbit/s): with the count left to the host, whether a lower layer is sent.
     private let topBitrate: Int
     /// The top layer's libvpx speed: a lower layer's for a large change (``Simulcast/motionShare``).
-    private let topSpeed: Int
     private let converter: FrameConverter
     /// What changed since the last picture; nil when every frame is encoded whole.
     private let damage: DamageDetector?
@@ -57,12 +56,11 @@ public final class ContentAwareEncoder {
         try simulcast.validate(top: settings.bitrateKbps)
         self.simulcast = simulcast
         topBitrate = settings.bitrateKbps
-        topSpeed = settings.speed
         layers = try (0..<simulcast.streams).map { stream in
             var layer = settings
             layer.bitrateKbps = simulcast.bitrate(stream: stream, top: settings.bitrateKbps)
             layer.temporalLayers = simulcast.streams > 1 ? 2 : 1
-            if stream < simulcast.streams - 1 { layer.speed = Simulcast.lowerLayerSpeed }
+            if stream < simulcast.streams - 1 { (layer.speed, layer.keyframeCapPercent) = (Simulcast.lowerLayerSpeed, Simulcast.lowerLayerKeyframeCap) }
             return try SimulcastLayer(stream: stream, isTop: stream == simulcast.streams - 1, settings: layer)
         }
         self.converter = converter
@@ -230,7 +228,7 @@ public final class ContentAwareEncoder {
         // a keyframe references none); every frame encoded whole (the comparison mode) keeps the layer's speed.
         if !layer.isTop, damage != nil {
             let motion = !keyframe && layer.schedule.sinceBaseCount * Simulcast.motionShare >= layer.schedule.columns * layer.schedule.rows
-            try setSpeed(of: layer, motion ? topSpeed : Simulcast.lowerLayerSpeed, metadata)
+            try setSpeed(of: layer, motion ? Simulcast.lowerLayerMotionSpeed : Simulcast.lowerLayerSpeed, metadata)
             if motion { layer.stats.motionFrames += 1 }
         }
         layer.temporal.encoded(captureTime: metadata.captureTime, layer: temporalLayer)

@@ -30,12 +30,36 @@ public struct Simulcast: Sendable, Equatable {
     /// A lower layer's frame that differs from the frame it references in at
     /// least one in this many of its macroblocks (a scroll or video over a
     /// quarter of the picture; a dragged window only if that large) is coded
-    /// at the top's speed: at -16 libvpx hardly searches motion, and while
+    /// at ``lowerLayerMotionSpeed``: at -16 libvpx hardly searches motion, and while
     /// the screen scrolled the small layer's base temporal layer alone came
     /// to ~900 kbit/s against 375 for the layer, where the top spent 750 at
     /// 1280x720; its pacer fell ever further behind, and through Janus its
     /// viewers on a free link waited 360 ms (p50) with 30–44 freezes a minute.
     public static let motionShare = 4
+
+    /// libvpx `cpu-used` of a lower layer's frame that moves much of its
+    /// picture (``motionShare``). At the top's -6 the scrolling model's small
+    /// layer came to 695 kbit/s against its 625, its base temporal layer to
+    /// 1.05–1.36 Mbit/s in the half seconds of a scroll, each base frame of
+    /// it 9–14 KB; at -4, 470 kbit/s, at most 0.71 Mbit/s, 2–7 KB (-2: 320
+    /// kbit/s, but two layers cost 1.92x one while scrolling; -5 searches no
+    /// better than -6: 745 kbit/s, 1.05 Mbit/s). It costs the host 2–7 %
+    /// scrolling and 4–5 % on a window moving (`frame-relay-bench --filter
+    /// layers`, two sets of runs interleaved with -6: scrolling 1.43–1.44x
+    /// against 1.40–1.42x and 1.60x against 1.50x, a window moving 1.21x
+    /// against 1.14–1.16x and 1.27x against 1.21–1.22x).
+    /// Through Janus its smaller frames leave the pacer at once, and viewers
+    /// on a free link see room for the large layer while the screen scrolls
+    /// (docs/STREAMING.md).
+    public static let lowerLayerMotionSpeed = -4
+
+    /// The cap on a lower layer's keyframe, in percent of a frame's bit
+    /// budget (``VP8Settings/keyframeCapPercent``): 300 % at any frame rate,
+    /// under the 900 % the top keeps at 30 frames/s. Uncapped, the small
+    /// layer's keyframe asked for in the middle of a scroll came to 37–43 KB
+    /// at 625 kbit/s (29 KB capped), more than a 1 Mbit/s link's 300 ms
+    /// queue holds, and its viewers there lost their first picture.
+    public static let lowerLayerKeyframeCap = 300
 
     /// A layer below the top sends a frame that would code little (what
     /// changed since its last frame and what still refines under one in

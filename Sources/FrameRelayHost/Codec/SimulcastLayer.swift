@@ -76,7 +76,7 @@ public struct LayerStats: Sendable, Codable, Equatable {
     public var bytes: UInt64 = 0
     /// Frames it left to a later one, their change small (``Simulcast/smallChangeRate``).
     public var gathered: UInt64 = 0
-    /// Frames it coded at the top's speed, much of its picture moving (``Simulcast/motionShare``).
+    /// Frames it coded searching motion (``Simulcast/lowerLayerMotionSpeed``), much of its picture moving (``Simulcast/motionShare``).
     public var motionFrames: UInt64 = 0
 
     public init() {}

@@ -26,8 +26,10 @@ public struct VP8Settings: Sendable, Equatable {
     public init() {}
 
     /// The cap on a keyframe's size, in percent of a frame's bit budget:
-    /// WebRTC's 900 % at 30 frames/s, scaled with the frame rate, at least 300 %.
-    public var maxIntraBitratePercent: Int { max(300, 900 * 30 / max(1, frameRate)) }
+    /// ``keyframeCapPercent`` where set, else WebRTC's 900 % at 30 frames/s,
+    /// scaled with the frame rate, at least 300 %.
+    public var maxIntraBitratePercent: Int { keyframeCapPercent ?? max(300, 900 * 30 / max(1, frameRate)) }
+    public var keyframeCapPercent: Int?
 
     /// Throws a ``CodecError`` naming the first setting out of range.
     public func validate() throws(CodecError) {

@@ -38,7 +38,7 @@ import Glibc
 /// leaves (``bandAllowance``, from its ``SweepBudget``). A keyframe's
 /// picture so refines in a few frames of bounded size instead of 20 that
 /// each code it whole as the quantizer falls (docs/STREAMING.md: at
-/// 640×360 on a still screen, 17 frames against 20, 76 KB against 89, and
+/// 640×360 on a still screen, 18 frames against 20, 81 KB against 89, and
 /// a finer picture), and libvpx's work on the frames, which is mostly per
 /// frame and per macroblock coded, falls with them. A macroblock a band
 /// refined stays out of every polish until it changes. A change, and a

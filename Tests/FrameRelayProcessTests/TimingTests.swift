@@ -215,7 +215,7 @@ import Testing
         var narrow = LoadTestReport.ViewerGroup(link: "rate=1mbit", viewers: 2, watching: 2, lossPercent: 0, p50Ms: 80, p99Ms: 200, firstFrameMaxMs: 900)
         narrow.framesEachSecond = [7, 12.5]
         narrow.layerEachSecond = [0, 0.5]
-        narrow.lostEachSecond = [0, 3.5]
+        narrow.lostEachSecond = [0, 3.5, 2]  // past its last decodable frame
         free.lostEachSecond = [0, 0, 0]
         let viewers = LoadTestReport.Viewers(kind: "native", count: 4, framesDecoded: [79, 79, 19, 19], lostPercent: 0, firstPictureMilliseconds: 900,
                                              glassToGlassP50Milliseconds: 50, glassToGlassP99Milliseconds: 200, groups: [free, narrow])
@@ -232,7 +232,7 @@ import Testing
         for (second, value) in [(1, 0.0), (2, 1), (3, 1.5)] { #expect(layers.contains("<title>s \(second): share 1 perfect \(fixed(value, 1)) layer</title>"), "\(layers)") }
         #expect(layers.contains("<title>s 2: share 1 rate=1mbit 0.5 layer</title>"), "\(layers)")
         let lost = page.components(separatedBy: "packets lost after repair a second per viewer").dropFirst().first?.components(separatedBy: "</svg>").first ?? ""
-        #expect(lost.contains("<title>s 2: share 1 rate=1mbit 3.5 packets/s</title>") && lost.contains("<title>s 3: share 1 perfect 0.0 packets/s</title>"), "\(lost)")
+        #expect(lost.contains("<title>s 2: share 1 rate=1mbit 3.5 packets/s</title>") && lost.contains("<title>s 3: share 1 rate=1mbit 2.0 packets/s</title>") && lost.contains("<title>s 3: share 1 perfect 0.0 packets/s</title>"), "\(lost)")
         narrow.lostEachSecond = [0, 0]
         report.steps[0].shares[0].viewers?.groups = [free, narrow]
         #expect(!LoadTestHTML.render(report).contains("packets lost after repair"), "no loss, no chart")

@@ -164,8 +164,8 @@ import FrameRelayJanus
 
     /// A viewer's loss after repair over time: a packet of our packetizer's
     /// stream lost at 2.5 s and never sent again counts in the third second
-    /// of its watch, where it went missing, not where NACK gave up on it; the
-    /// frames it held back are missed, and the frames before and after count.
+    /// of its watch, where it went missing, not where NACK gave up on it, and
+    /// the frames before it count in their seconds.
     @Test func aViewersLossCountsInTheSecondThePacketWentMissing() throws {
         let follower = try StreamFollower(payloadType: 96, retransmissionPayloadType: nil, decodes: false, expectedFrames: 256)
         follower.timelineStart = 1_000_000_000
@@ -351,12 +351,14 @@ import FrameRelayJanus
         stepper.layerSteps = [.init(ms: 2_500, layer: "1/1")]
         stepper.framesEachSecond = [30, 30, 30, 30]
         stayer.framesEachSecond = [30, 30, 30, 30]
-        (stepper.lostEachSecond, stayer.lostEachSecond) = ([0, 4], [0, 0, 2])
+        (stepper.lostEachSecond, stayer.lostEachSecond) = ([0, 4], [0, 0, 2, 0, 6])
         single.framesEachSecond = [15, 15, 15, 15]
         let both = SubscriberStats.overTime([stepper, stayer])
         // 0/1 is 0.5, 1/1 is 1.5: the stepper from its third second.
-        #expect(both.layers == [0.5, 0.5, 1.0, 1.0] && both.frames == [30, 30, 30, 30] && both.lost == [0, 2, 1, 0])
+        #expect(both.layers.prefix(4) == [0.5, 0.5, 1.0, 1.0] && both.lost == [0, 2, 1, 0, 3])
+        // Loss after the last decodable frame (a viewer waiting for a keyframe) still counts: the timeline runs to it.
+        #expect(both.frames == [30, 30, 30, 30, 0] && both.layers.count == 5)
         #expect(SubscriberStats.overTime([single]).layers.isEmpty)
-        #expect(SubscriberStats.overTime([stayer, single]).layers == [0.5, 0.5, 0.5, 0.5])
+        #expect(SubscriberStats.overTime([stayer, single]).layers == [0.5, 0.5, 0.5, 0.5, 0.5])
     }
 }

@@ -30,7 +30,6 @@ public final class ContentAwareEncoder {
     public let simulcast: Simulcast
     /// The top layer's bitrate as configured (kbit/s): with the count left to the host, whether a lower layer is sent.
     private let topBitrate: Int
-    /// The top layer's libvpx speed: a lower layer's for a large change (``Simulcast/motionShare``).
     private let converter: FrameConverter
     /// What changed since the last picture; nil when every frame is encoded whole.
     private let damage: DamageDetector?
@@ -57,11 +56,7 @@ public final class ContentAwareEncoder {
         self.simulcast = simulcast
         topBitrate = settings.bitrateKbps
         layers = try (0..<simulcast.streams).map { stream in
-            var layer = settings
-            layer.bitrateKbps = simulcast.bitrate(stream: stream, top: settings.bitrateKbps)
-            layer.temporalLayers = simulcast.streams > 1 ? 2 : 1
-            if stream < simulcast.streams - 1 { (layer.speed, layer.keyframeCapPercent) = (Simulcast.lowerLayerSpeed, Simulcast.lowerLayerKeyframeCap) }
-            return try SimulcastLayer(stream: stream, isTop: stream == simulcast.streams - 1, settings: layer)
+            try SimulcastLayer(stream: stream, isTop: stream == simulcast.streams - 1, settings: simulcast.settings(stream: stream, top: settings))
         }
         self.converter = converter
         damage = encodeEveryFrame ? nil : DamageDetector()

@@ -155,6 +155,17 @@ public struct Simulcast: Sendable, Equatable {
         return sizes
     }
 
+    /// Stream `stream`'s encoder settings when the top one's are `top`: its
+    /// bitrate, two temporal layers when there are several streams, and
+    /// below the top ``lowerLayerSpeed`` and ``lowerLayerKeyframeCap``.
+    public func settings(stream: Int, top: VP8Settings) -> VP8Settings {
+        var layer = top
+        layer.bitrateKbps = bitrate(stream: stream, top: top.bitrateKbps)
+        layer.temporalLayers = streams > 1 ? 2 : 1
+        if stream < streams - 1 { (layer.speed, layer.keyframeCapPercent) = (Self.lowerLayerSpeed, Self.lowerLayerKeyframeCap) }
+        return layer
+    }
+
     /// Stream `stream`'s bitrate when the top one's is `top`.
     public func bitrate(stream: Int, top: Int) -> Int {
         if let bitrates { return bitrates[stream] }

@@ -39,6 +39,9 @@ public struct VP8Settings: Sendable, Equatable {
         guard (-16...16).contains(speed) else { throw .invalidSetting("invalid speed \(speed): libvpx cpu-used is -16...16") }
         if let threads, !(1...16).contains(threads) { throw .invalidSetting("invalid thread count \(threads): must be 1...16") }
         guard (0...2).contains(screenContentMode) else { throw .invalidSetting("invalid screen-content mode \(screenContentMode): must be 0, 1 or 2") }
+        if let keyframeCapPercent, !(1...10_000).contains(keyframeCapPercent) {
+            throw .invalidSetting("invalid keyframe cap \(keyframeCapPercent) %: must be 1...10000")
+        }
         guard (1...2).contains(temporalLayers) else { throw .invalidSetting("invalid temporal layer count \(temporalLayers): must be 1 or 2") }
         guard (10...90).contains(baseLayerPercent) else { throw .invalidSetting("invalid base-layer share \(baseLayerPercent) %: must be 10...90") }
     }

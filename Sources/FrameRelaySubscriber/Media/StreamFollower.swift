@@ -127,9 +127,7 @@ package final class StreamFollower {
 
     /// The sequence numbers to ask for now (see ``MissingPackets/due(now:into:)``).
     func missingDue(now: UInt64, into out: inout [UInt16]) {
-        var lost = lostEachSecond
-        missing.due(now: now, into: &out) { count(at: $0, in: &lost) }
-        lostEachSecond = lost
+        missing.due(now: now, into: &out) { count(at: $0, in: &lostEachSecond) }
     }
 
     /// Whether anything is waited for.

@@ -83,7 +83,8 @@ extension SubscriberStats {
     /// their mean layer (substream + temporal / 2) as their layer steps say
     /// (none without layers).
     public static func overTime(_ viewers: [SubscriberStats]) -> (frames: [Double], lost: [Double], layers: [Double]) {
-        let seconds = viewers.map(\.framesEachSecond.count).max() ?? 0
+        // Loss may run past the last decodable frame (a viewer waiting for a keyframe at the end).
+        let seconds = viewers.map { max($0.framesEachSecond.count, $0.lostEachSecond.count) }.max() ?? 0
         guard seconds > 0 else { return ([], [], []) }
         func mean(_ timeline: (SubscriberStats) -> [UInt16]) -> [Double] {
             (0..<seconds).map { second in

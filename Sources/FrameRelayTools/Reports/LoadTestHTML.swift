@@ -172,10 +172,10 @@ public enum LoadTestHTML {
     private static func groupCharts(_ step: LoadTestReport.Step) -> String {
         let groups = step.shares.enumerated().flatMap { index, share in
             (share.viewers?.groups ?? []).map { (name: "share \(index + 1) \($0.link)", group: $0) }
-        }.filter { !$0.group.framesEachSecond.isEmpty }
+        }.filter { !$0.group.framesEachSecond.isEmpty || !$0.group.lostEachSecond.isEmpty }
         guard !groups.isEmpty else { return "" }
         let lines = groups.indices.map { (name: groups[$0].name, colour: colour($0)) }
-        let seconds = groups.map(\.group.framesEachSecond.count).max()!
+        let seconds = groups.map { max($0.group.framesEachSecond.count, $0.group.lostEachSecond.count) }.max()!
         func series(_ values: (LoadTestReport.ViewerGroup) -> [Double]) -> [[Double?]] {
             (0..<seconds).map { second in groups.map { entry in
                 let each = values(entry.group)

@@ -169,6 +169,8 @@ import FrameRelayJanus
         try #require(wrapped.waitForLog("with-janus: Janus at"), "\(wrapped.stderr)")
         let janus = run("/usr/bin/pgrep", ["-f", "-P", "\(wrapped.pid)", "frame-relay janus"]).stdout
         #expect(!janus.isEmpty, "no frame-relay janus under with-janus (pid \(wrapped.pid))")
+        // Once the command runs (a SIGTERM while it is being started reached it only as the SIGKILL 5 s later, once in a full run).
+        for _ in 0..<50 where run("/usr/bin/pgrep", ["-f", "sleep \(marker)"]).stdout.isEmpty { usleep(100_000) }
         wrapped.signal(SIGTERM)
         let started = MonotonicClock.now()
         #expect(wrapped.wait(timeout: 10) != -9, "with-janus did not end within 10 s of SIGTERM")

@@ -131,13 +131,7 @@ struct SimulcastTests {
     /// own speed (-16) the layer spent 1,156 kbit/s, and its pacer fell ever
     /// further behind.
     @Test func aLowerLayerSearchesMotionWhenMuchOfItsPictureMoves() throws {
-        let (width, height) = (1280, 720)
-        let (share, sink) = try layeredShare("scroll", width, height, keyframeInterval: 0)
-        let screen = try ContentScreen(.scrolling, width: width, height: height)
-        for n in 0..<150 {
-            let source = try #require(screen.nextFrame(number: UInt64(n)))
-            _ = try share.relay(source.picture, n, damage: source.damage)
-        }
+        let (share, sink) = try scrollingShare("scroll", frames: 150)
         // Frames 31–149 (four seconds after the first scroll's refinement; two scrolls of 20 frames in them).
         let bytes = try #require(sink.frames[0]).filter { $0.captureTime > 31 * 33_333_333 }.reduce(0) { $0 + $1.bytes.count }
         let small = share.pipeline.stats.layers[0], kbps = Double(bytes) * 8 / 4 / 1000, target = Double(small.bitrateKbps)
@@ -158,14 +152,7 @@ struct SimulcastTests {
     /// holds (``Simulcast/lowerLayerKeyframeCap``: uncapped, 37–43 KB; the
     /// top's cap stays WebRTC's).
     @Test func aLowerLayersKeyframeFitsANarrowLinksQueue() throws {
-        let (width, height) = (1280, 720)
-        let (share, sink) = try layeredShare("keycap", width, height, keyframeInterval: 0)
-        let screen = try ContentScreen(.scrolling, width: width, height: height)
-        for n in 0..<66 {
-            let source = try #require(screen.nextFrame(number: UInt64(n)))
-            if n == 61 { share.pipeline.requestKeyframe(on: .stream(0)) }
-            _ = try share.relay(source.picture, n, damage: source.damage)
-        }
+        let (_, sink) = try scrollingShare("keycap", frames: 66, smallKeyframeAt: 61)
         let keyframe = try #require(sink.frames[0]?.last { $0.key && $0.captureTime > 60 * 33_333_333 })
         #expect(keyframe.bytes.count <= 32_000, "\(keyframe.bytes.count) bytes")
         // Only the layers below the top are capped (the top's keyframe here, 65 KB, is its quantizer's anyway).
@@ -341,6 +328,20 @@ struct SimulcastTests {
         options.simulcast = Simulcast()
         let sink = Streams()
         return (try InProcessShare(name, width: width, height: height, options: options, sinks: [sink]), sink)
+    }
+
+    /// A 720p share in two layers, no periodic keyframe, fed `count` frames
+    /// of the scrolling model; a keyframe asked of the small layer before
+    /// frame `smallKeyframeAt`.
+    private func scrollingShare(_ name: String, frames count: Int, smallKeyframeAt keyframe: Int? = nil) throws -> (InProcessShare, Streams) {
+        let (share, sink) = try layeredShare(name, 1280, 720, keyframeInterval: 0)
+        let screen = try ContentScreen(.scrolling, width: 1280, height: 720)
+        for n in 0..<count {
+            let source = try #require(screen.nextFrame(number: UInt64(n)))
+            if n == keyframe { share.pipeline.requestKeyframe(on: .stream(0)) }
+            _ = try share.relay(source.picture, n, damage: source.damage)
+        }
+        return (share, sink)
     }
 
     /// What a share sent on each stream, frame by frame.

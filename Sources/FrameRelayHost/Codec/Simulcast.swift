@@ -41,7 +41,7 @@ public struct Simulcast: Sendable, Equatable {
     /// picture (``motionShare``). At the top's -6 the scrolling model's small
     /// layer came to 695 kbit/s against its 625, its base temporal layer to
     /// 1.05–1.36 Mbit/s in the half seconds of a scroll, each base frame of
-    /// it 9–14 KB; at -4, 470 kbit/s, at most 0.71 Mbit/s, 2–7 KB (-2: 320
+    /// it 9–14 KB; at -4, 470 kbit/s, at most 0.71 Mbit/s, 4–7 KB (-2: 320
     /// kbit/s, but two layers cost 1.92x one while scrolling; -5 searches no
     /// better than -6: 745 kbit/s, 1.05 Mbit/s). It costs the host 2–7 %
     /// scrolling and 4–5 % on a window moving (`frame-relay-bench --filter

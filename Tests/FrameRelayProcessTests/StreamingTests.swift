@@ -149,6 +149,38 @@ import Testing
         #expect(UInt64(peer.packetCount) == sent)
     }
 
+    /// Janus names substream 0's SSRC in every PLI it passes on, whichever
+    /// substream its viewer watches: a PLI from a simulcast mountpoint's host
+    /// asks for every stream, and periodic keyframes stop on each (kept on
+    /// the top, whose SSRC Janus never names, they keyed every layer every 3 s).
+    /// A PLI for a stream we do not send asks for nothing.
+    @Test func janusAskingOnSubstreamZeroEndsPeriodicKeyframesOnEveryStream() throws {
+        let (low, top) = (freePortPair(), freePortPair())
+        var options = RTPSession.Options()
+        options.simulcast = [try Destination("127.0.0.1:\(low)"), try Destination("127.0.0.1:\(top)")]
+        options.bitratesKbps = [625, 2500]
+        let session = try RTPSession(options: options)
+        defer { session.finish() }
+        let janus = TestRTPPeer.bind(low + 1)
+        defer { close(janus) }
+        func pli(media: UInt32, waiting: UInt64 = 2_000_000_000) -> KeyframeRequests.Streams {
+            let packet: [UInt8] = [0x81, 206, 0, 2] + bigEndianBytes(0x1234_5678) + bigEndianBytes(media)
+            _ = withLoopback(session.rtcpPort) { sendto(janus, packet, packet.count, 0, $0, $1) }
+            var asked: KeyframeRequests.Streams = []
+            let deadline = MonotonicClock.now() + waiting
+            while asked.isEmpty, MonotonicClock.now() < deadline {
+                MonotonicClock.sleep(nanoseconds: 5_000_000)
+                asked = session.poll(now: MonotonicClock.now())
+            }
+            return asked
+        }
+        #expect(session.needsPeriodicKeyframes(now: MonotonicClock.now()), "no destination has asked yet")
+        #expect(pli(media: 0xDEAD_BEEF, waiting: 300_000_000).isEmpty, "a PLI for a stream we do not send")
+        #expect(session.needsPeriodicKeyframes(now: MonotonicClock.now()))
+        #expect(pli(media: session.ssrcs[0]) == .all)
+        #expect(!session.needsPeriodicKeyframes(now: MonotonicClock.now()), "Janus asked for every substream")
+    }
+
     static let badDestinations: [([String], String)] = [
         (["--rtp", "no-such-host.invalid:5004"], "cannot resolve host \"no-such-host.invalid\""),
         (["--rtp", "127.0.0.1:70000"], "port must be 1...65534"),

@@ -21,11 +21,14 @@ final class Pacer: @unchecked Sendable {
         var sender: RTPSender
         let destinations: [Destination]
         let rtcpDestinations: [SocketAddress]
+        /// Which of its destinations is a simulcast mountpoint's port (Janus's substream), if one is.
+        let mountpoint: Int?
 
-        init(_ sender: consuming RTPSender, destinations: [Destination]) {
+        init(_ sender: consuming RTPSender, destinations: [Destination], mountpoint: Int? = nil) {
             self.sender = sender
             self.destinations = destinations
             rtcpDestinations = destinations.map(\.rtcpAddress)
+            self.mountpoint = mountpoint
         }
     }
 
@@ -214,23 +217,33 @@ final class Pacer: @unchecked Sendable {
     /// (janus_streaming.c sets the SSRC it names from port 1 only), so a
     /// keyframe asked on stream 0 of a simulcast mountpoint is made on every
     /// stream; and while stream 0 sends nothing (a picture too narrow for
-    /// it), Janus names SSRC 0.
+    /// it), Janus names SSRC 0. Such a keyframe ask is Janus asking for
+    /// every substream: each stream's mountpoint destination counts as
+    /// asking for its own, so that periodic keyframes stop on every stream
+    /// (with them kept on the top, whose SSRC Janus never names, every layer
+    /// was keyed every 3 s).
     private func readFeedback(_ state: inout State, now: UInt64) {
         var from = SocketAddress()
         while let count = try? rtcpSocket.receive(into: receiveBuffer, from: &from), count > 0 {
             let datagram = UnsafeRawBufferPointer(rebasing: receiveBuffer[..<count])
+            var everyStream = false
             if simulcastHosts.contains(where: { $0.sameHost(as: from) }) {
                 state.janusFeedback.reset()
                 RTCP.parse(datagram, ssrc: 0, into: &state.janusFeedback)
-                if state.janusFeedback.pictureLoss || state.janusFeedback.fullIntraRequest { state.asked.insert(.all) }
+                everyStream = state.janusFeedback.pictureLoss || state.janusFeedback.fullIntraRequest
             }
             for (index, stream) in state.streams.enumerated() {
                 // Feedback speaks for the destinations on its host; a promise, for the one whose RTCP port it comes from.
                 let hosts = stream.destinations.indices.filter { stream.destinations[$0].address.sameHost(as: from) }
                 let ports = stream.rtcpDestinations.indices.filter { stream.rtcpDestinations[$0].sameHost(as: from) && stream.rtcpDestinations[$0].port == from.port }
                 if stream.sender.receiveRTCP(datagram, fromHostOf: hosts, fromRTCPPortOf: ports, now: now).keyframe {
-                    state.asked.insert(index == 0 && !simulcastHosts.isEmpty ? .all : .stream(index))
+                    if index == 0 && !simulcastHosts.isEmpty { everyStream = true } else { state.asked.insert(.stream(index)) }
                 }
+            }
+            guard everyStream else { continue }
+            state.asked.insert(.all)
+            for stream in state.streams {
+                if let mountpoint = stream.mountpoint, stream.destinations[mountpoint].address.sameHost(as: from) { stream.sender.noteAsked(by: [mountpoint]) }
             }
         }
     }

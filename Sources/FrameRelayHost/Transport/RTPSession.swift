@@ -83,7 +83,7 @@ public final class RTPSession: FrameSink {
             configuration.targetBitrate = 1000 * max(1, bitrates[max(0, bitrates.count - count + index)])
             // Direct receivers move the whole picture only where it is no Janus substream too: with layers, Janus's viewers pick theirs.
             configuration.adapts = options.adaptsBitrate && index == count - 1 && !options.destinations.isEmpty && options.simulcast.count <= 1
-            return Pacer.Stream(RTPSender(configuration), destinations: destinations)
+            return Pacer.Stream(RTPSender(configuration), destinations: destinations, mountpoint: options.simulcast.isEmpty ? nil : 0)
         }
         self.ssrcs = ssrcs
         do throws(SystemError) {

@@ -322,8 +322,11 @@ package struct RTPSender: ~Copyable {
             stats.targetBitrate = target
         }
         stats.receiverReports += UInt64(feedback.receiverReports)
+        // An ask speaks for the destination whose RTCP port it comes from, when one's does (Janus's:
+        // an `--rtp` player on Janus's host that never asks keeps its periodic keyframes), else for
+        // those on its host (a receiver that answers from another port).
         if feedback.pictureLoss || feedback.fullIntraRequest || !feedback.nacked.isEmpty {
-            for index in fromHostOf where asks.indices.contains(index) { asks[index] = true }
+            for index in fromRTCPPortOf.isEmpty ? fromHostOf : fromRTCPPortOf where asks.indices.contains(index) { asks[index] = true }
         }
         // A promise speaks for the one destination whose RTCP port it comes from.
         if feedback.asksForRepair {
@@ -335,8 +338,8 @@ package struct RTPSender: ~Copyable {
         return asked
     }
 
-    /// Whether every destination has asked for keyframes or resends itself
-    /// (browsers and Janus when they join), or said it will (`frame-relay
+    /// Whether every destination has asked for keyframes or resends (browsers
+    /// and Janus when they join; Janus for every substream, ``noteAsked(by:)``), or said it will (`frame-relay
     /// receive`, in its receiver reports, within ``Configuration/promiseLifetime``),
     /// so that keyframes can wait until one is asked for; a destination that
     /// never asks (an SDP file read by ffmpeg, a plain UDP sink) needs periodic ones.

@@ -150,22 +150,28 @@ import Testing
     }
 
     /// Janus names substream 0's SSRC in every PLI it passes on, whichever
-    /// substream its viewer watches: a PLI from a simulcast mountpoint's host
-    /// asks for every stream, and periodic keyframes stop on each (kept on
-    /// the top, whose SSRC Janus never names, they keyed every layer every 3 s).
-    /// A PLI for a stream we do not send asks for nothing.
+    /// substream its viewer watches: a PLI from the mountpoint's RTCP port
+    /// (which Janus sends from) asks for every stream, and periodic
+    /// keyframes stop on each (kept on the top, whose SSRC Janus never
+    /// names, they keyed every layer every 3 s). From another port on
+    /// Janus's host it still asks for keyframes but speaks for no
+    /// mountpoint; an `--rtp` player beside Janus that never asks keeps its
+    /// periodic keyframes; a PLI for a stream we do not send asks for nothing.
     @Test func janusAskingOnSubstreamZeroEndsPeriodicKeyframesOnEveryStream() throws {
-        let (low, top) = (freePortPair(), freePortPair())
-        var options = RTPSession.Options()
-        options.simulcast = [try Destination("127.0.0.1:\(low)"), try Destination("127.0.0.1:\(top)")]
-        options.bitratesKbps = [625, 2500]
-        let session = try RTPSession(options: options)
-        defer { session.finish() }
-        let janus = TestRTPPeer.bind(low + 1)
-        defer { close(janus) }
-        func pli(media: UInt32, waiting: UInt64 = 2_000_000_000) -> KeyframeRequests.Streams {
+        let (low, top, player) = (freePortPair(), freePortPair(), freePortPair())
+        func session(withPlayer: Bool) throws -> RTPSession {
+            var options = RTPSession.Options()
+            // As the host makes a mountpoint's: one RTCP port for its substreams.
+            options.simulcast = [try Destination("127.0.0.1:\(low)"), try Destination("127.0.0.1:\(top)").withRTCPPort(low + 1)]
+            if withPlayer { options.destinations = [try Destination("127.0.0.1:\(player)")] }
+            options.bitratesKbps = [625, 2500]
+            return try RTPSession(options: options)
+        }
+        let janus = TestRTPPeer.bind(low + 1), stranger = TestRTPPeer.bind(freePortPair() + 1)
+        defer { (close(janus), close(stranger)) }
+        func pli(_ session: RTPSession, from socket: Int32, media: UInt32, waiting: UInt64 = 2_000_000_000) -> KeyframeRequests.Streams {
             let packet: [UInt8] = [0x81, 206, 0, 2] + bigEndianBytes(0x1234_5678) + bigEndianBytes(media)
-            _ = withLoopback(session.rtcpPort) { sendto(janus, packet, packet.count, 0, $0, $1) }
+            _ = withLoopback(session.rtcpPort) { sendto(socket, packet, packet.count, 0, $0, $1) }
             var asked: KeyframeRequests.Streams = []
             let deadline = MonotonicClock.now() + waiting
             while asked.isEmpty, MonotonicClock.now() < deadline {
@@ -174,11 +180,20 @@ import Testing
             }
             return asked
         }
-        #expect(session.needsPeriodicKeyframes(now: MonotonicClock.now()), "no destination has asked yet")
-        #expect(pli(media: 0xDEAD_BEEF, waiting: 300_000_000).isEmpty, "a PLI for a stream we do not send")
-        #expect(session.needsPeriodicKeyframes(now: MonotonicClock.now()))
-        #expect(pli(media: session.ssrcs[0]) == .all)
-        #expect(!session.needsPeriodicKeyframes(now: MonotonicClock.now()), "Janus asked for every substream")
+        let alone = try session(withPlayer: false)
+        defer { alone.finish() }
+        func periodic(_ session: RTPSession) -> Bool { session.needsPeriodicKeyframes(now: MonotonicClock.now()) }
+        #expect(periodic(alone), "no destination has asked yet")
+        #expect(pli(alone, from: janus, media: 0xDEAD_BEEF, waiting: 300_000_000).isEmpty, "a PLI for a stream we do not send")
+        #expect(pli(alone, from: stranger, media: alone.ssrcs[0]) == .all)
+        #expect(periodic(alone), "another port on Janus's host speaks for no mountpoint")
+        // SSRC 0: as Janus names it while substream 0 sends nothing.
+        #expect(pli(alone, from: janus, media: 0) == .all)
+        #expect(!periodic(alone), "Janus asked for every substream")
+        let beside = try session(withPlayer: true)
+        defer { beside.finish() }
+        #expect(pli(beside, from: janus, media: beside.ssrcs[0]) == .all)
+        #expect(periodic(beside), "the --rtp player beside Janus never asked")
     }
 
     static let badDestinations: [([String], String)] = [

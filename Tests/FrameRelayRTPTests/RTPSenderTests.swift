@@ -195,6 +195,11 @@ import Testing
         _ = bytes.withUnsafeBytes { two.receiveRTCP(UnsafeRawBufferPointer(rebasing: $0[..<pli]), fromHostOf: [1], fromRTCPPortOf: [], now: 0) }
         let bothAsked = two.everyDestinationAsks(now: 0)
         #expect(bothAsked)
+        // From one destination's RTCP port, an ask speaks for it alone, not for another on its host (a player beside Janus).
+        var beside = Self.sender(destinations: 2)
+        _ = bytes.withUnsafeBytes { beside.receiveRTCP(UnsafeRawBufferPointer(rebasing: $0[..<pli]), fromHostOf: [0, 1], fromRTCPPortOf: [1], now: 0) }
+        let onlyOneAsked = !beside.everyDestinationAsks(now: 0)
+        #expect(onlyOneAsked)
         var one = Self.sender()
         let promise = bytes.withUnsafeMutableBytes { RTCP.writeAsksForRepair(into: $0.baseAddress!, sender: 9, media: Self.ssrc) }
         let at: UInt64 = 10_000_000_000

@@ -21,7 +21,7 @@ final class Pacer: @unchecked Sendable {
         var sender: RTPSender
         let destinations: [Destination]
         let rtcpDestinations: [SocketAddress]
-        /// Which of its destinations is a simulcast mountpoint's port (Janus's substream), if one is.
+        /// Which of its destinations is a Janus mountpoint's port (its substream), if one is.
         let mountpoint: Int?
 
         init(_ sender: consuming RTPSender, destinations: [Destination], mountpoint: Int? = nil) {
@@ -217,11 +217,12 @@ final class Pacer: @unchecked Sendable {
     /// (janus_streaming.c sets the SSRC it names from port 1 only), so a
     /// keyframe asked on stream 0 of a simulcast mountpoint is made on every
     /// stream; and while stream 0 sends nothing (a picture too narrow for
-    /// it), Janus names SSRC 0. Such a keyframe ask is Janus asking for
-    /// every substream: each stream's mountpoint destination counts as
-    /// asking for its own, so that periodic keyframes stop on every stream
-    /// (with them kept on the top, whose SSRC Janus never names, every layer
-    /// was keyed every 3 s).
+    /// it), Janus names SSRC 0. Such a keyframe ask from the mountpoint's
+    /// RTCP port (which Janus sends from) is Janus asking for every
+    /// substream: each stream's mountpoint destination counts as asking for
+    /// its own, so that periodic keyframes stop on every stream (with them
+    /// kept on the top, whose SSRC Janus never names, every layer was keyed
+    /// every 3 s). From any other port on Janus's host it marks nothing.
     private func readFeedback(_ state: inout State, now: UInt64) {
         var from = SocketAddress()
         while let count = try? rtcpSocket.receive(into: receiveBuffer, from: &from), count > 0 {
@@ -243,7 +244,10 @@ final class Pacer: @unchecked Sendable {
             guard everyStream else { continue }
             state.asked.insert(.all)
             for stream in state.streams {
-                if let mountpoint = stream.mountpoint, stream.destinations[mountpoint].address.sameHost(as: from) { stream.sender.noteAsked(by: [mountpoint]) }
+                if let mountpoint = stream.mountpoint, stream.rtcpDestinations[mountpoint].sameHost(as: from),
+                   stream.rtcpDestinations[mountpoint].port == from.port {
+                    stream.sender.noteAsked(by: [mountpoint])
+                }
             }
         }
     }

@@ -168,7 +168,10 @@ import Testing
             return try RTPSession(options: options)
         }
         let janus = TestRTPPeer.bind(low + 1), stranger = TestRTPPeer.bind(freePortPair() + 1)
-        defer { (close(janus), close(stranger)) }
+        defer {
+            close(janus)
+            close(stranger)
+        }
         func pli(_ session: RTPSession, from socket: Int32, media: UInt32, waiting: UInt64 = 2_000_000_000) -> KeyframeRequests.Streams {
             let packet: [UInt8] = [0x81, 206, 0, 2] + bigEndianBytes(0x1234_5678) + bigEndianBytes(media)
             _ = withLoopback(session.rtcpPort) { sendto(socket, packet, packet.count, 0, $0, $1) }

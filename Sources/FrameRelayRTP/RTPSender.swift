@@ -347,10 +347,10 @@ package struct RTPSender: ~Copyable {
         asks.indices.allSatisfy { asks[$0] || (promised[$0] != 0 && now &- promised[$0] < configuration.promiseLifetime) }
     }
 
-    /// Notes that the destinations at `indexes` asked for this stream in
-    /// feedback that names another (Janus names substream 0's SSRC in every
-    /// PLI it passes on), as if they had named it (``everyDestinationAsks(now:)``).
-    package mutating func noteAsked(by indexes: some Sequence<Int>) {
-        for index in indexes where asks.indices.contains(index) { asks[index] = true }
+    /// Notes that destination `index` asked for this stream in feedback that
+    /// names another (Janus names substream 0's SSRC in every PLI it passes
+    /// on), as if it had named it (``everyDestinationAsks(now:)``).
+    package mutating func noteAsked(by index: Int) {
+        if asks.indices.contains(index) { asks[index] = true }
     }
 }

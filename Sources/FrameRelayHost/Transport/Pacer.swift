@@ -246,7 +246,7 @@ final class Pacer: @unchecked Sendable {
             for stream in state.streams {
                 if let mountpoint = stream.mountpoint, stream.rtcpDestinations[mountpoint].sameHost(as: from),
                    stream.rtcpDestinations[mountpoint].port == from.port {
-                    stream.sender.noteAsked(by: [mountpoint])
+                    stream.sender.noteAsked(by: mountpoint)
                 }
             }
         }

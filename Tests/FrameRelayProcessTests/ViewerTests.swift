@@ -257,6 +257,16 @@ import Testing
             _ = run("/usr/bin/curl", ["-s", "-m", "2", "-o", clip, "\(base)/stream.ivf"])
             #expect((FFmpeg.frameCount(clip) ?? 0) >= 20)
             #expect(FFmpeg.frames(clip).first?.key == true, "a new viewer must start on a keyframe")
+            // Timed as a recording is: one frame of the share's 30 frames/s, each pts after the one before.
+            let ivf = [UInt8](try Data(contentsOf: URL(fileURLWithPath: clip)))
+            func little(_ at: Int, _ count: Int) -> UInt64 { (0..<count).reduce(0) { $0 | UInt64(ivf[at + $1]) << (8 * $1) } }
+            #expect(ivf.count > 32 && little(16, 4) == 30 && little(20, 4) == 1)
+            var offset = 32, pts: [UInt64] = []
+            while offset + 12 <= ivf.count {
+                pts.append(little(offset + 4, 8))
+                offset += 12 + Int(little(offset, 4))
+            }
+            #expect(pts.first == 0 && zip(pts, pts.dropFirst()).allSatisfy { $0 < $1 }, "pts \(pts.prefix(20))")
 
             let metrics = String(decoding: fetch("\(base)/metrics").body, as: UTF8.self)
             #expect(metrics.contains("framerelay_frames_taken_total{app_group=\"\(group.name)\"}"))

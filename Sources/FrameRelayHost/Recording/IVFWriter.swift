@@ -25,34 +25,32 @@ public final class IVFWriter {
     /// Frames written whole.
     public private(set) var frameCount: UInt32 = 0
     private let file: FileDescriptor
-    private let frameRate: Int
     private var isFinished = false
     private var header = [UInt8](repeating: 0, count: 12)
-    /// The first frame's 90 kHz pts (the file's zero), the last pts written (frames), and where the last whole frame ends.
-    private var firstPts: Int64?
-    private var lastPts: Int64 = -1
+    /// The frames' pts, and where the last whole frame ends.
+    private var clock: IVFClock
     private var end = 32
 
     /// Creates (or truncates) `path`, holding its lock; throws a ``SystemError`` naming it.
     public init(path: String, width: Int, height: Int, frameRate: Int = 30) throws(SystemError) {
         file = try OutputFile.open(path)
         self.path = path
-        self.frameRate = max(1, frameRate)
-        let header = Self.fileHeader(width: width, height: height, timebaseDenominator: UInt32(self.frameRate))
+        clock = IVFClock(frameRate: frameRate)
+        let header = Self.fileHeader(width: width, height: height, frameRate: clock.frameRate)
         try header.withUnsafeBytes { bytes in Result { () throws(SystemError) in try file.writeAll(bytes) } }.get()
     }
 
     deinit { finish() }
 
     /// The 32-byte IVF file header (length 0), also the start of a live IVF stream.
-    static func fileHeader(width: Int, height: Int, timebaseDenominator: UInt32 = 90_000) -> [UInt8] {
+    static func fileHeader(width: Int, height: Int, frameRate: Int) -> [UInt8] {
         var file = [UInt8](repeating: 0, count: 32)
         file.replaceSubrange(0..<4, with: Array("DKIF".utf8))
         put(&file, 6, UInt16(32))
         file.replaceSubrange(8..<12, with: Array("VP80".utf8))
         put(&file, 12, UInt16(clamping: width))
         put(&file, 14, UInt16(clamping: height))
-        put(&file, 16, timebaseDenominator)
+        put(&file, 16, UInt32(frameRate))
         put(&file, 20, UInt32(1))
         return file
     }
@@ -65,9 +63,8 @@ public final class IVFWriter {
     /// file is cut back to its last whole frame and the error thrown.
     public func write(_ frame: EncodedFrame) throws(SystemError) {
         guard !isFinished else { throw SystemError("writev", path, code: Errno(EBADF)) }  // the file was finished
-        let first = firstPts ?? frame.pts
-        firstPts = first
-        let pts = max(lastPts + 1, (frame.pts - first) * Int64(frameRate) / 90_000)
+        var clock = self.clock
+        let pts = clock.pts(of: frame.pts)
         Self.put(&header, 0, UInt32(frame.bytes.count))
         Self.put(&header, 4, UInt64(pts))
         do {
@@ -78,17 +75,17 @@ public final class IVFWriter {
             throw error
         }
         end += 12 + frame.bytes.count
-        lastPts = pts
+        self.clock = clock
         frameCount += 1
         patchLength()
     }
 
     private func patchLength() {
-        withUnsafeBytes(of: UInt32(clamping: lastPts + 1).littleEndian) { bytes in _ = try? file.write(bytes, at: 24) }
+        withUnsafeBytes(of: UInt32(clamping: clock.last + 1).littleEndian) { bytes in _ = try? file.write(bytes, at: 24) }
     }
 
     /// How long the file plays: its length in frames (the last pts + 1) at its frame rate.
-    public var seconds: Double { Double(lastPts + 1) / Double(frameRate) }
+    public var seconds: Double { Double(clock.last + 1) / Double(clock.frameRate) }
 
     /// Sets the picture size in the file header (known once the first frame arrives).
     public func setDimensions(width: Int, height: Int) {
@@ -101,5 +98,27 @@ public final class IVFWriter {
         guard !isFinished else { return }
         isFinished = true
         patchLength()
+    }
+}
+
+/// IVF timestamps in frames of the share's frame rate: the first frame at
+/// 0, each frame at its capture time's frame, strictly after the one
+/// before. Two frames captured within one frame of each other (a producer
+/// catching up after a stall) get two frames: a player that takes the time
+/// base as the frame rate, as ffmpeg does, never sees a pts twice.
+struct IVFClock {
+    let frameRate: Int
+    private var first: Int64?
+    /// The last pts given (-1 before the first).
+    private(set) var last: Int64 = -1
+
+    init(frameRate: Int) { self.frameRate = max(1, frameRate) }
+
+    /// The pts of a frame captured at `pts90kHz`.
+    mutating func pts(of pts90kHz: Int64) -> Int64 {
+        let first = self.first ?? pts90kHz
+        self.first = first
+        last = max(last + 1, (pts90kHz - first) * Int64(frameRate) / 90_000)
+        return last
     }
 }

@@ -105,7 +105,10 @@ public final class IVFWriter {
 /// 0, each frame at its capture time's frame, strictly after the one
 /// before. Two frames captured within one frame of each other (a producer
 /// catching up after a stall) get two frames: a player that takes the time
-/// base as the frame rate, as ffmpeg does, never sees a pts twice.
+/// base as the frame rate, as ffmpeg does, never sees a pts twice. Frames
+/// that come faster than the frame rate for long run ahead of their capture
+/// times (a producer at 60 frames/s and the host's `--frame-rate 30` play
+/// at half speed): `--max-fps` holds producers to the host's rate.
 struct IVFClock {
     let frameRate: Int
     private var first: Int64?

@@ -263,13 +263,16 @@ private final class StaggeredLaunch: @unchecked Sendable {
                 launched.signal()
                 released.wait()
             }
+            // Spread from when this thread runs (a thread started late does not bunch the first starts), each stamped as it is launched.
+            let base = max(start, MonotonicClock.now())
             for (index, process) in processes.enumerated() {
-                MonotonicClock.sleep(until: start + UInt64(index) * 1_000_000_000 / UInt64(processes.count))
+                MonotonicClock.sleep(until: base + UInt64(index) * 1_000_000_000 / UInt64(processes.count))
                 do {
+                    let launchedAt = MonotonicClock.now()
                     try process.run()
                     let pid = process.processIdentifier
                     state.withLock {
-                        $0.started[index] = MonotonicClock.now()
+                        $0.started[index] = launchedAt
                         $0.pids[index] = pid
                     }
                 } catch {

@@ -60,15 +60,18 @@ import FrameRelayJanus
         let group = uniqueGroup("janusweb")
         let run = inNamespace("""
             $FR demo --app-group \(group.name) --janus --janus-port 18188 --http 10.200.0.1:18180 --size 640x360 --fps 30 \
-              --duration 30 > $D/demo.log 2>&1 &
+              --duration 60 > $D/demo.log 2>&1 &
             DEMO=$!
             \(waitFor("first-frame", in: "$D/demo.log"))
-            timeout 20 /usr/bin/chromium --headless=new --no-sandbox --disable-gpu --enable-logging=stderr --v=0 \
+            timeout 45 /usr/bin/chromium --headless=new --no-sandbox --disable-gpu --enable-logging=stderr --v=0 \
               --user-data-dir=$D/chromium --window-size=1280,900 --autoplay-policy=no-user-gesture-required \
-              'http://10.200.0.1:18180/?mode=webrtc&frames=90' > $D/chromium.log 2>&1
-            kill $DEMO; wait
+              'http://10.200.0.1:18180/?mode=webrtc&frames=90' > $D/chromium.log 2>&1 &
+            CHROMIUM=$!
+            # Until the page has decoded its 90 frames, or 40 s: a cold Chromium's start, ICE and DTLS come out of it.
+            \(waitFor("webrtc frames=90", in: "$D/chromium.log", seconds: 40))
+            kill $CHROMIUM; kill $DEMO; wait
             grep -o '"webrtc frames=[^"]*"\\|"viewer error[^"]*"' $D/chromium.log; grep CONSOLE $D/chromium.log | tail -5
-            """, timeout: 60)
+            """, timeout: 90)
         // Lines like "webrtc frames=30 stamp=54 first=341 ms".
         let progress = run.output.split(separator: "\n").filter { $0.hasPrefix("\"webrtc frames=") }.compactMap { line -> (frames: Int, stamp: Int)? in
             let fields = line.split(separator: " ")
@@ -350,13 +353,15 @@ import FrameRelayJanus
     }
 
     /// `--ramp-viewers` at one share: 1, 2 and 4 viewers on two links, each
-    /// step reporting each link group, and the largest number that held.
+    /// step reporting each link group, and the largest number that held
+    /// (an objective of 2 s: this is the ramp's bookkeeping, and a stall of
+    /// a loaded machine must not fail a step; the load tests in docs/ hold the real one).
     @Test func aViewerRampFindsTheMostViewersThatHold() throws {
         let run = inNamespace("""
             $FR janus --address 10.200.0.1 --port 18188 > $D/janus.log 2>&1 & J=$!
             \(waitFor("Ctrl-C", in: "$D/janus.log"))
             $FR load-test --sessions 1 --ramp-viewers --viewers 4 --janus http://10.200.0.1:18188/janus --viewer-link perfect --viewer-link delay=10ms \
-              --size 320x240 --fps 15 --duration 7 --report $D/load.json --html $D/load.html
+              --size 320x240 --fps 15 --duration 7 --max-p99-ms 2000 --max-viewer-p99-ms 2000 --report $D/load.json --html $D/load.html
             echo "load-test exit $?"
             kill -INT $J; wait
             """, timeout: 150)

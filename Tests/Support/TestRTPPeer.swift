@@ -39,10 +39,13 @@ public final class TestRTPPeer {
     }
 
     /// Reads whatever arrives for `seconds`.
-    public func pump(_ seconds: Double) {
-        let deadline = MonotonicClock.now() + UInt64(seconds * 1e9)
+    public func pump(_ seconds: Double) { pump(until: { false }, timeout: seconds) }
+
+    /// Reads whatever arrives until `done` holds (checked every 5 ms or so), or for `timeout` seconds.
+    public func pump(until done: () -> Bool, timeout: Double) {
+        let deadline = MonotonicClock.now() + UInt64(timeout * 1e9)
         var buffer = [UInt8](repeating: 0, count: 2048)
-        while MonotonicClock.now() < deadline {
+        while MonotonicClock.now() < deadline, !done() {
             var fds = [pollfd(fd: rtp, events: Int16(POLLIN), revents: 0), pollfd(fd: rtcp, events: Int16(POLLIN), revents: 0)]
             _ = poll(&fds, 2, 5)
             while true {

@@ -348,10 +348,10 @@ import Testing
         // it misses, and misses nothing on loopback: the first keyframe is the only one in 7 s.
         let port = 43_000 + 2 * Int(getpid() % 2000)
         let fromStart = Paths.temporaryDirectory().appendingPathComponent("from-start.json").path
-        let listening = Spawned(Paths.executable("frame-relay"), ["receive", "--port", "\(port)", "--duration", "9", "--idle", "1", "--report", fromStart, "--quiet"])
-        usleep(300_000)
+        let listening = Spawned(Paths.executable("frame-relay"), ["receive", "--port", "\(port)", "--duration", "30", "--idle", "1", "--report", fromStart, "--quiet"])
+        #expect(waitUntilUDPPortIsBound(port))
         let quiet = try streamPattern(["--rtp", "127.0.0.1:\(port)"], seconds: 7)
-        #expect(listening.wait(timeout: 30) == 0)
+        #expect(listening.wait(timeout: 40) == 0)
         let heard = try JSONDecoder().decode(ReceiveReport.self, from: Data(contentsOf: URL(fileURLWithPath: fromStart))).stats
         #expect(heard.receiverReportsSent >= 4 && heard.plisSent == 0 && heard.framesDecoded > 180, "\(heard)")
         #expect((quiet.transport?.receiverReports ?? 0) >= 4, "the host read the reports: \(quiet.transport?.receiverReports ?? 0)")

@@ -166,8 +166,8 @@ import Testing
             nft "add table inet t; add chain inet t in { type filter hook input priority 0; policy accept; }; add rule inet t in udp dport \(port) numgen inc mod 20 == 0 drop"
             '\(Paths.executable("frame-relay"))' --app-group \(group.name) --exit-when-finished --rtp 127.0.0.1:\(port) --report '\(hostStats)' --quiet &
             sleep 0.3
-            '\(Paths.executable("frame-relay"))' receive --port \(port) --duration 7 --report '\(receiverStats)' --quiet &
-            sleep 0.3
+            '\(Paths.executable("frame-relay"))' receive --port \(port) --duration 30 --idle 1 --report '\(receiverStats)' --quiet &
+            for i in $(seq 100); do ss -Hlun "sport = :\(port)" | grep -q . && break; sleep 0.1; done
             '\(Paths.executable("broadcast-sim"))' --app-group \(group.name) --frames 150 --fps 30 --size 640x360 --quiet
             wait
             """

@@ -48,7 +48,7 @@ import Testing
         // It stops a second after the stream goes silent, long before its 60 s window.
         let started = MonotonicClock.now()
         let r = Spawned(Paths.executable("frame-relay"), ["receive", "--port", "\(port)", "--duration", "60", "--idle", "1", "--captures", trace, "--report", received])
-        usleep(300_000)
+        #expect(waitUntilUDPPortIsBound(port))
         let p = producer(group, ["--size", "640x360", "--fps", "30", "--frames", "90", "--quiet"])
         #expect(p.wait() == 0)
         #expect(h.wait() == 0)

@@ -199,7 +199,7 @@ private final class ContentFrames {
 /// frame (its thread's, every layer's encode included) of two layers over one.
 /// A window moving every frame has an objective: two layers at most 1.3×.
 /// The extra says the same for the run's second half (after both layers'
-/// refinement of the first keyframe) and how many frames the small layer
+/// refinement of the first keyframe; typing's is a result of its own) and how many frames the small layer
 /// encoded, how many of them searching motion (``Simulcast/motionShare``:
 /// a scroll), and how many it left to a later one (``Simulcast/smallChangeRate``).
 func layersBenchmarks(quick: Bool) throws -> [BenchmarkResult] {
@@ -230,6 +230,11 @@ func layersBenchmarks(quick: Bool) throws -> [BenchmarkResult] {
                           cpu.two / frameCount / 1000, cpu.one / frameCount / 1000, secondHalf.two / halfCount / 1000, secondHalf.one / halfCount / 1000,
                           small.frames, small.motionFrames, small.gathered),
             atMost: source == "pattern" ? 1.3 : nil))
+        if source == "typing" {
+            // Between keyframes: through Janus a keyframe comes only when a viewer joins or switches, and each costs the small layer its refinement.
+            results.append(BenchmarkResult(name: "layers.typing.720p.refined_two_to_one_layer_cpu_ratio", unit: "x", value: secondHalf.two / secondHalf.one,
+                extra: "the run's second half alone, after both layers refined their first keyframe"))
+        }
     }
     return results
 }

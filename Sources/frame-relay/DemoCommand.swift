@@ -76,6 +76,8 @@ struct Demo: ParsableCommand {
           + (source == "screencast" ? ["--cast", cast, "--surface", surface] : [])
         var encoding = SharePipeline.Options()
         encoding.settings.keyframeInterval = keyframeInterval
+        // The encoder plans for the producer's rate (its rate control, temporal layers and gathering go by it).
+        encoding.settings.frameRate = min(240, Int(fps.rounded(.up)))
         // Into Janus, layers for its viewers to pick from (as `frame-relay --janus` sends them).
         encoding.simulcast = janus ? Simulcast(layers: layers) : Simulcast(layers: 1)
         var share = Host.Configuration.Share(group: group, encoding: encoding)

@@ -181,12 +181,8 @@ public final class Host {
 
     private func serveViewer(receivers: [ShareReceiver], broadcasts: [FrameBroadcast], mountpoints: [JanusMountpoint]) throws {
         guard let http = configuration.http else { return }
-        let viewer = try ViewerServer(address: http.address, port: http.port, shares: zip(receivers, broadcasts).enumerated().map { index, pair in
-            let (receiver, broadcast) = pair
-            // A share that is not encoded has nothing to broadcast: its frame rate is the default's.
-            let frameRate = (configuration.shares[index].encoding ?? SharePipeline.Options()).settings.frameRate
-            return ViewerServer.Share(appGroup: receiver.appGroup.name, broadcast: broadcast, keyframes: receiver.keyframes, frameRate: frameRate,
-                                      stats: { receiver.snapshot })
+        let viewer = try ViewerServer(address: http.address, port: http.port, shares: zip(receivers, broadcasts).map { receiver, broadcast in
+            ViewerServer.Share(appGroup: receiver.appGroup.name, broadcast: broadcast, keyframes: receiver.keyframes, stats: { receiver.snapshot })
         })
         viewer.start()
         log("viewer: \(viewer.url)   (ffplay \(viewer.url)stream.ivf)" + (viewer.listensEverywhere ? "   on every interface" : ""))

@@ -36,21 +36,21 @@ public final class IVFWriter {
         file = try OutputFile.open(path)
         self.path = path
         clock = IVFClock(frameRate: frameRate)
-        let header = Self.fileHeader(width: width, height: height, frameRate: clock.frameRate)
+        let header = Self.fileHeader(width: width, height: height, timebaseDenominator: UInt32(clock.frameRate))
         try header.withUnsafeBytes { bytes in Result { () throws(SystemError) in try file.writeAll(bytes) } }.get()
     }
 
     deinit { finish() }
 
     /// The 32-byte IVF file header (length 0), also the start of a live IVF stream.
-    static func fileHeader(width: Int, height: Int, frameRate: Int) -> [UInt8] {
+    static func fileHeader(width: Int, height: Int, timebaseDenominator: UInt32 = 90_000) -> [UInt8] {
         var file = [UInt8](repeating: 0, count: 32)
         file.replaceSubrange(0..<4, with: Array("DKIF".utf8))
         put(&file, 6, UInt16(32))
         file.replaceSubrange(8..<12, with: Array("VP80".utf8))
         put(&file, 12, UInt16(clamping: width))
         put(&file, 14, UInt16(clamping: height))
-        put(&file, 16, UInt32(frameRate))
+        put(&file, 16, timebaseDenominator)
         put(&file, 20, UInt32(1))
         return file
     }
@@ -101,14 +101,16 @@ public final class IVFWriter {
     }
 }
 
-/// IVF timestamps in frames of the share's frame rate: the first frame at
-/// 0, each frame at its capture time's frame, strictly after the one
-/// before. Two frames captured within one frame of each other (a producer
-/// catching up after a stall) get two frames: a player that takes the time
-/// base as the frame rate, as ffmpeg does, never sees a pts twice. Frames
-/// that come faster than the frame rate for long run ahead of their capture
-/// times (a producer at 60 frames/s and the host's `--frame-rate 30` play
-/// at half speed): `--max-fps` holds producers to the host's rate.
+/// A recording's timestamps, in frames of the share's frame rate: the
+/// first frame at 0, each frame at its capture time's frame, strictly
+/// after the one before. Two frames captured within one frame of each
+/// other (a producer catching up after a stall) get two frames: a player
+/// that takes the time base as the frame rate, as ffmpeg does, never sees a
+/// pts twice. Frames that come faster than the frame rate for long run
+/// ahead of their capture times (a producer at 60 frames/s recorded at the
+/// host's `--frame-rate 30` plays at half speed): `--max-fps` holds
+/// producers to the host's rate. The live `/stream.ivf` is timed by the
+/// capture clock itself (90 kHz), so it always plays in real time.
 struct IVFClock {
     let frameRate: Int
     private var first: Int64?

@@ -18,15 +18,12 @@ public final class ViewerServer: Sendable {
         public let stats: @Sendable () -> ShareStats
         /// Where a viewer that needs a keyframe asks the share's loop for one.
         public let keyframes: KeyframeRequests
-        /// The live IVF's time base: one frame of the share's frame rate.
-        public let frameRate: Int
         /// The last snapshot and when it was made.
         let snapshots = SnapshotCache()
-        public init(appGroup: String, broadcast: FrameBroadcast, keyframes: KeyframeRequests, frameRate: Int, stats: @escaping @Sendable () -> ShareStats) {
+        public init(appGroup: String, broadcast: FrameBroadcast, keyframes: KeyframeRequests, stats: @escaping @Sendable () -> ShareStats) {
             self.appGroup = appGroup
             self.broadcast = broadcast
             self.keyframes = keyframes
-            self.frameRate = frameRate
             self.stats = stats
         }
     }
@@ -94,8 +91,7 @@ public final class ViewerServer: Sendable {
         }
     }
 
-    /// A live IVF: the file header, then every frame from a fresh keyframe on,
-    /// timed as a recording is (``IVFClock``).
+    /// A live IVF: the file header, then every frame from a fresh keyframe on.
     private static func streamIVF(_ share: Share, _ connection: HTTPServer.Connection) {
         if connection.isHead {
             _ = connection.startStream(contentType: "video/x-ivf")
@@ -110,7 +106,6 @@ public final class ViewerServer: Sendable {
         guard connection.startStream(contentType: "video/x-ivf") else { return }
         var next = first
         var headerSent = false
-        var clock = IVFClock(frameRate: share.frameRate)
         var header = [UInt8](repeating: 0, count: 12)  // each frame's IVF header, reused
         while true {
             let got: FrameBroadcast.Frame?
@@ -129,10 +124,10 @@ public final class ViewerServer: Sendable {
             }
             if !headerSent {
                 headerSent = true
-                guard connection.write(IVFWriter.fileHeader(width: got.width, height: got.height, frameRate: clock.frameRate)) else { return }
+                guard connection.write(IVFWriter.fileHeader(width: got.width, height: got.height)) else { return }
             }
             withUnsafeBytes(of: UInt32(got.size).littleEndian) { for i in 0..<4 { header[i] = $0[i] } }
-            withUnsafeBytes(of: UInt64(clock.pts(of: got.pts)).littleEndian) { for i in 0..<8 { header[4 + i] = $0[i] } }
+            withUnsafeBytes(of: UInt64(bitPattern: got.pts).littleEndian) { for i in 0..<8 { header[4 + i] = $0[i] } }
             let sent = connection.write(header) && frame.withUnsafeBytes { connection.write(UnsafeRawBufferPointer(rebasing: $0[..<got.size])) }
             guard sent else { return }
             next += 1

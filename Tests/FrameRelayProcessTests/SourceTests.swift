@@ -21,7 +21,7 @@ import Testing
     }
 
     @Test func y4mSourceReadsTheSharedClipAndLoops() throws {
-        let source = try Y4MFileSource(path: Paths.clip)
+        let source = try Y4MFileSource(path: Paths.clip())
         #expect(source.width == 1280 && source.height == 720 && source.frameRate == 30)
         var checksums: [UInt64] = []
         var n: UInt64 = 0
@@ -39,7 +39,7 @@ import Testing
         let dir = Paths.temporaryDirectory()
         let hostStats = dir.appendingPathComponent("host.json").path
         let h = host([group], ["--exit-when-finished", "--verify", "--report", hostStats, "--quiet"])
-        let p = producer(group, ["--source", "file", "--file", Paths.clip, "--frames", "30", "--fps", "30", "--format", "bgra", "--checksum", "--quiet"])
+        let p = producer(group, ["--source", "file", "--file", try Paths.clip(), "--frames", "30", "--fps", "30", "--format", "bgra", "--checksum", "--quiet"])
         #expect(p.wait() == 0)
         #expect(h.wait() == 0)
         let share = try #require(try readShareStats(hostStats).first)

@@ -41,13 +41,23 @@ public enum Paths {
         return url
     }()
 
-    /// The shared desktop clip, decompressed once per test process.
-    public static let clip: String = {
-        let dir = temporaryDirectory()
-        let out = dir.appendingPathComponent("desktop-720p30.y4m").path
+    /// The shared desktop clip, decompressed once per test process. Without
+    /// it (a clone with no `../shared` beside it) each test that needs it
+    /// fails saying where it looked, and the others run on.
+    public static func clip() throws -> String { try decompressedClip.get() }
+
+    public struct ClipMissing: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    private static let decompressedClip: Result<String, ClipMissing> = {
+        guard FileManager.default.fileExists(atPath: clipXZ) else {
+            return .failure(ClipMissing(description: "the shared desktop clip is not at \(clipXZ): the tests expect the project's shared/ folder beside the checkout"))
+        }
+        let out = temporaryDirectory().appendingPathComponent("desktop-720p30.y4m").path
         let result = run("/bin/sh", ["-c", "xz -dc '\(clipXZ)' > '\(out)'"])
-        precondition(result.status == 0, "xz failed: \(result.stderr)")
-        return out
+        guard result.status == 0 else { return .failure(ClipMissing(description: "xz could not decompress \(clipXZ): \(result.stderr)")) }
+        return .success(out)
     }()
 }
 

@@ -300,11 +300,12 @@ import FrameRelayJanus
         let run = inNamespace("""
             $FR janus --address 10.200.0.1 --port 18188 > $D/janus.log 2>&1 & J=$!
             \(waitFor("Ctrl-C", in: "$D/janus.log"))
-            $SIM --app-group \(group.name) --size 320x240 --fps 30 --duration 14 --quiet & SIMPID=$!
+            $SIM --app-group \(group.name) --size 320x240 --fps 30 --duration 17 --quiet & SIMPID=$!
             $FR --app-group \(group.name) --janus http://10.200.0.1:18188/janus --keyframe-interval 0 > $D/host1.log 2>&1 & H1=$!
             \(waitFor("first-frame", in: "$D/host1.log"))
-            $VIEWER --janus http://10.200.0.1:18188/janus --mountpoint \(JanusMountpoint.id(for: group)) --duration 10 --report $D/viewer.json & V=$!
-            sleep 4
+            # 6 s before the kill: aiortc's start, ICE and DTLS on a loaded machine, and 60 frames after them.
+            $VIEWER --janus http://10.200.0.1:18188/janus --mountpoint \(JanusMountpoint.id(for: group)) --duration 13 --report $D/viewer.json & V=$!
+            sleep 6
             kill -9 $H1
             sleep 1
             echo "restart $(python3 -c 'import time; print(time.monotonic_ns())')"

@@ -146,4 +146,27 @@ import Testing
         #expect(policy(1920, 1080, 16, 4) == 4)  // four encoders share sixteen cores
         #expect(policy(1920, 1080, 4, 8) == 1)  // more encoders than cores
     }
+
+    /// Frames faster than `--frame-rate` run a recording ahead of its
+    /// capture clock, so it would play slower than captured: the host says
+    /// so once, quiet or not; at the producer's own rate it says nothing.
+    @Test func aRecordingOfFramesFasterThanItsFrameRateSaysItPlaysSlow() throws {
+        for (fps, slow) in [(60, true), (30, false)] {
+            let group = uniqueGroup("recslow")
+            let dir = Paths.temporaryDirectory()
+            let ivf = dir.appendingPathComponent("out.ivf").path, report = dir.appendingPathComponent("host.json").path
+            let h = host([group], ["--exit-when-finished", "--record", ivf, "--report", report, "--quiet", "--frame-rate", "30"])
+            let p = producer(group, ["--size", "320x240", "--fps", "\(fps)", "--frames", "120", "--quiet"])
+            #expect(p.wait(timeout: 60) == 0)
+            #expect(h.wait(timeout: 60) == 0)
+            let recording = try #require(try readShareStats(report).first?.recording)
+            let said = h.stderr.split(separator: "\n").filter { $0.contains("\(group.name): recording-slow (\(ivf): frames come faster than --frame-rate") }
+            if slow {
+                // 120 frames in 2 s on a clock of 30: about 2 s ahead.
+                #expect(recording.secondsAhead >= 1 && said.count == 1, "\(recording), \(h.stderr)")
+            } else {
+                #expect(recording.secondsAhead < ShareReceiver.recordingAheadLimit && said.isEmpty, "\(recording), \(h.stderr)")
+            }
+        }
+    }
 }

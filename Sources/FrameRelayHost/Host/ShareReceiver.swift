@@ -68,6 +68,10 @@ public final class ShareReceiver: @unchecked Sendable {
     public private(set) var producerFinished = false
     /// Whether the recording's stop has been said (once).
     private var recordingStopReported = false
+    /// How far ahead of its capture clock a recording may run before the host says it plays slow (a stall's catch-up runs a few frames ahead, then falls back).
+    public static let recordingAheadLimit = 0.5
+    /// Whether that has been said (once).
+    private var recordingAheadReported = false
 
     /// Runs until `shouldStop` returns true, sending each frame down `pipeline`.
     public func run(shouldStop: () -> Bool, pipeline: SharePipeline? = nil) throws {
@@ -116,6 +120,10 @@ public final class ShareReceiver: @unchecked Sendable {
                     if let recording = pipeline?.recording, let reason = recording.stopped, !recordingStopReported {
                         recordingStopReported = true
                         record("recording-stopped", "\(recording.path) after \(recording.frames) frames: \(reason); the share and its other outputs go on")
+                    }
+                    if let recording = pipeline?.recording, recording.secondsAhead >= Self.recordingAheadLimit, !recordingAheadReported {
+                        recordingAheadReported = true
+                        record("recording-slow", "\(recording.path): frames come faster than --frame-rate, so it runs ahead of the capture clock and plays slower than captured; give --frame-rate the producer's rate, or --max-fps")
                     }
                 } catch let invalid as InvalidFrame {
                     // One bad frame: counted and skipped; the share goes on, and so do the others.
@@ -195,7 +203,7 @@ public final class ShareReceiver: @unchecked Sendable {
     }
 
     /// The events that say something went wrong: said even when quiet.
-    private static let troubles: Set<String> = ["refused", "ring-lost", "recording-stopped"]
+    private static let troubles: Set<String> = ["refused", "ring-lost", "recording-stopped", "recording-slow"]
 
     private func record(_ kind: String, _ detail: String, time: UInt64? = nil) {
         let now = MonotonicClock.now()

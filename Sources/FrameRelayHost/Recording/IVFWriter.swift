@@ -87,6 +87,9 @@ public final class IVFWriter {
     /// How long the file plays: its length in frames (the last pts + 1) at its frame rate.
     public var seconds: Double { Double(clock.last + 1) / Double(clock.frameRate) }
 
+    /// How far the last frame's time runs ahead of its capture time, in seconds (``IVFClock``).
+    public var secondsAhead: Double { Double(clock.ahead) / Double(clock.frameRate) }
+
     /// Sets the picture size in the file header (known once the first frame arrives).
     public func setDimensions(width: Int, height: Int) {
         let size = (UInt16(clamping: width).littleEndian, UInt16(clamping: height).littleEndian)
@@ -108,7 +111,8 @@ public final class IVFWriter {
 /// that takes the time base as the frame rate, as ffmpeg does, never sees a
 /// pts twice. Frames that come faster than the frame rate for long run
 /// ahead of their capture times (a producer at 60 frames/s recorded at the
-/// host's `--frame-rate 30` plays at half speed): `--max-fps` holds
+/// host's `--frame-rate 30` plays at half speed; the host says so once the
+/// recording runs half a second ahead): `--max-fps` holds
 /// producers to the host's rate. The live `/stream.ivf` is timed by the
 /// capture clock itself (90 kHz), so it always plays in real time.
 struct IVFClock {
@@ -116,6 +120,8 @@ struct IVFClock {
     private var first: Int64?
     /// The last pts given (-1 before the first).
     private(set) var last: Int64 = -1
+    /// How many frames the last pts runs ahead of its capture time's frame.
+    private(set) var ahead: Int64 = 0
 
     init(frameRate: Int) { self.frameRate = max(1, frameRate) }
 
@@ -123,7 +129,9 @@ struct IVFClock {
     mutating func pts(of pts90kHz: Int64) -> Int64 {
         let first = self.first ?? pts90kHz
         self.first = first
-        last = max(last + 1, (pts90kHz - first) * Int64(frameRate) / 90_000)
+        let captured = (pts90kHz - first) * Int64(frameRate) / 90_000
+        last = max(last + 1, captured)
+        ahead = last - captured
         return last
     }
 }

@@ -260,14 +260,9 @@ import Testing
             #expect((FFmpeg.frameCount(clip) ?? 0) >= 20)
             #expect(FFmpeg.frames(clip).first?.key == true, "a new viewer must start on a keyframe")
             // Timed by the capture clock (90 kHz), each pts after the one before.
-            let ivf = [UInt8](try Data(contentsOf: URL(fileURLWithPath: clip)))
-            func little(_ at: Int, _ count: Int) -> UInt64 { (0..<count).reduce(0) { $0 | UInt64(ivf[at + $1]) << (8 * $1) } }
-            #expect(ivf.count > 32 && little(16, 4) == 90_000 && little(20, 4) == 1)
-            var offset = 32, pts: [UInt64] = []
-            while offset + 12 <= ivf.count {
-                pts.append(little(offset + 4, 8))
-                offset += 12 + Int(little(offset, 4))
-            }
+            let ivf = try IVFFile(clip)
+            #expect(ivf.timebase == (1, 90_000))
+            let pts = ivf.frames.map(\.pts)
             #expect(pts.count >= 20 && zip(pts, pts.dropFirst()).allSatisfy { $0 < $1 }, "pts \(pts.prefix(20))")
 
             let metrics = String(decoding: fetch("\(base)/metrics").body, as: UTF8.self)

@@ -17,19 +17,29 @@ public func recordRun(_ producerArguments: [String], host hostArguments: [String
     return (ivf, share)
 }
 
-/// The frames of an IVF file, in order.
-public func ivfFrames(_ path: String) throws -> [[UInt8]] {
-    let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
-    var frames: [[UInt8]] = []
-    var offset = 32  // the file header
-    while offset + 12 <= bytes.count {
-        let size = Int(bytes[offset]) | Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2]) << 16 | Int(bytes[offset + 3]) << 24
-        guard offset + 12 + size <= bytes.count else { break }
-        frames.append(Array(bytes[(offset + 12)..<(offset + 12 + size)]))
-        offset += 12 + size
+/// An IVF file as written: its time base (seconds a pts unit is:
+/// numerator / denominator) and its whole frames, each with its pts, in order.
+public struct IVFFile {
+    public var timebase: (numerator: UInt64, denominator: UInt64)
+    public var frames: [(pts: UInt64, bytes: [UInt8])]
+
+    public init(_ path: String) throws {
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        func little(_ at: Int, _ count: Int) -> UInt64 { (0..<count).reduce(0) { $0 | UInt64(bytes[at + $1]) << (8 * $1) } }
+        timebase = bytes.count >= 32 ? (little(20, 4), little(16, 4)) : (0, 0)
+        frames = []
+        var offset = 32  // the file header
+        while offset + 12 <= bytes.count {
+            let size = Int(little(offset, 4))
+            guard offset + 12 + size <= bytes.count else { break }
+            frames.append((little(offset + 4, 8), Array(bytes[(offset + 12)..<(offset + 12 + size)])))
+            offset += 12 + size
+        }
     }
-    return frames
 }
+
+/// The frames of an IVF file, in order.
+public func ivfFrames(_ path: String) throws -> [[UInt8]] { try IVFFile(path).frames.map(\.bytes) }
 
 public enum FFmpeg {
     /// Frames ffprobe counts by decoding.

@@ -117,13 +117,15 @@ public final class ShareReceiver: @unchecked Sendable {
                     } else {
                         recordTiming(frame.timing)
                     }
-                    if let recording = pipeline?.recording, let reason = recording.stopped, !recordingStopReported {
-                        recordingStopReported = true
-                        record("recording-stopped", "\(recording.path) after \(recording.frames) frames: \(reason); the share and its other outputs go on")
-                    }
-                    if let recording = pipeline?.recording, recording.secondsAhead >= Self.recordingAheadLimit, !recordingAheadReported {
-                        recordingAheadReported = true
-                        record("recording-slow", "\(recording.path): frames come faster than --frame-rate, so it runs ahead of the capture clock and plays slower than captured; give --frame-rate the producer's rate, or --max-fps")
+                    if !(recordingStopReported && recordingAheadReported), let recording = pipeline?.recording {
+                        if let reason = recording.stopped, !recordingStopReported {
+                            recordingStopReported = true
+                            record("recording-stopped", "\(recording.path) after \(recording.frames) frames: \(reason); the share and its other outputs go on")
+                        }
+                        if recording.secondsAhead >= Self.recordingAheadLimit, !recordingAheadReported {
+                            recordingAheadReported = true
+                            record("recording-slow", "\(recording.path): frames come faster than --frame-rate, so it runs ahead of the capture clock and plays slower than captured; give --frame-rate the producer's rate, or --max-fps")
+                        }
                     }
                 } catch let invalid as InvalidFrame {
                     // One bad frame: counted and skipped; the share goes on, and so do the others.

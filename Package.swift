@@ -86,7 +86,7 @@ let package = Package(
             name: "Benchmarks",
             dependencies: ["FrameRelaySystem", "FrameRelayFrames", "FrameRelayRing", "FrameRelayProducer", "FrameRelayHost",
                            "FrameRelayRTP", "FrameRelayDecoding", "FrameRelayJanus", "FrameRelaySubscriber", "FrameRelayTools", "CVpx", "CYuv"],
-            path: "Benchmarks", exclude: ["side-by-side.sh", "thread-count.sh", "capture-cost.sh"]
+            path: "Benchmarks", exclude: ["side-by-side.sh", "thread-count.sh", "capture-cost.sh", "multi-res.sh", "multi-res.c"]
         ),
         // What the tests share: the package's paths, spawned programs, test
         // rings and RTP peers, ffmpeg's reading of what we sent.

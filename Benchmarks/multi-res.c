@@ -32,7 +32,8 @@ static unsigned long long cpu_ns(void) {
 }
 
 static void fail(const char *what, vpx_codec_ctx_t *ctx) {
-    fprintf(stderr, "multi-res: %s: %s\n", what, ctx ? vpx_codec_error(ctx) : "bad input");
+    if (ctx) fprintf(stderr, "multi-res: %s: %s\n", what, vpx_codec_error(ctx));
+    else fprintf(stderr, "multi-res: %s\n", what);
     exit(1);
 }
 
@@ -58,7 +59,7 @@ static void drain(vpx_codec_ctx_t *ctx, int mode, int level) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) fail("usage: multi-res CLIP.y4m [FRAMES] [SCROLL] [EVERY]", NULL);
+    if (argc < 2) fail("usage: multi-res CLIP.y4m [FRAMES] [SCROLL] [EVERY] [STEP]", NULL);
     int frames = argc > 2 ? atoi(argv[2]) : 300, scroll = argc > 3 ? atoi(argv[3]) : 0, every = argc > 4 ? atoi(argv[4]) : 1;
     int step = argc > 5 ? atoi(argv[5]) : 0;
     if (frames < 10 || scroll < 0 || every < 1 || step < 0 || step > 1) fail("FRAMES at least 10, SCROLL at least 0, EVERY at least 1, STEP 0 or 1", NULL);

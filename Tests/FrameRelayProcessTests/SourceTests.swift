@@ -38,10 +38,12 @@ import Testing
         let group = uniqueGroup("clip")
         let dir = Paths.temporaryDirectory()
         let hostStats = dir.appendingPathComponent("host.json").path
-        let h = host([group], ["--exit-when-finished", "--verify", "--report", hostStats, "--quiet"])
+        let h = host([group], ["--exit-when-finished", "--verify", "--report", hostStats])
+        // The producer's second of frames starts once the host looks for its ring: a host that came later would never see it finish.
+        try #require(h.waitForLog("waiting for frames"), "host: \(h.stderr)")
         let p = producer(group, ["--source", "file", "--file", try Paths.clip(), "--frames", "30", "--fps", "30", "--format", "bgra", "--checksum", "--quiet"])
-        #expect(p.wait() == 0)
-        #expect(h.wait() == 0)
+        #expect(p.wait() == 0, "producer: \(p.stderr)")
+        #expect(h.wait() == 0, "host: \(h.stderr)")
         let share = try #require(try readShareStats(hostStats).first)
         #expect(share.geometries.first?.hasPrefix("1280x720 bgra up") == true)
         #expect(share.taken > 0 && share.invalid == 0)

@@ -9,7 +9,9 @@ public func recordRun(_ producerArguments: [String], host hostArguments: [String
     let dir = Paths.temporaryDirectory()
     let ivf = dir.appendingPathComponent("out.ivf").path
     let stats = dir.appendingPathComponent("host.json").path
-    let h = host([group], ["--exit-when-finished", "--record", ivf, "--report", stats, "--quiet"] + hostArguments)
+    let h = host([group], ["--exit-when-finished", "--record", ivf, "--report", stats] + hostArguments)
+    // The producer starts once the host looks for its ring: a host that came after a short producer finished would wait for ever.
+    #expect(h.waitForLog("waiting for frames"), "host: \(h.stderr)")
     let p = producer(group, producerArguments + ["--quiet"])
     #expect(p.wait(timeout: 120) == 0, "producer: \(p.stderr)")
     #expect(h.wait(timeout: 120) == 0, "host: \(h.stderr)")

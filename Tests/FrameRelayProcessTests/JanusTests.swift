@@ -88,7 +88,8 @@ import FrameRelayJanus
     /// host has no periodic keyframes here, so nothing else could bring
     /// one. What is timed is the host's part: from the viewer's connection
     /// (ICE and DTLS done; aiortc's handshake now and then takes a second)
-    /// to its first picture. The joins start 2.1 s apart: Janus passes on
+    /// to its first picture; from asking, only loosely. Each join starts
+    /// 2.1 s after the one before started (or when it ends): Janus passes on
     /// one PLI a second per mountpoint, and now and then asks again a
     /// second after a join, so a viewer joining within a second of that
     /// waits for it (docs/STREAMING.md: joins 0.3 s apart waited 295–501 ms).
@@ -101,10 +102,11 @@ import FrameRelayJanus
             DEMO=$!
             \(waitFor("first-frame", in: "$D/demo.log"))
             sleep 1
-            start=$(date +%s%N)
+            last=0
             for n in 1 2 3 4 5 6 7 8 9 10; do
-              wait_ns=$((start + (n - 1) * 2100000000 - $(date +%s%N)))
-              [ $wait_ns -gt 0 ] && sleep $((wait_ns / 1000000000)).$(printf %09d $((wait_ns % 1000000000)))
+              wait_ns=$((last + 2100000000 - $(date +%s%N)))
+              [ $last -gt 0 ] && [ $wait_ns -gt 0 ] && sleep $((wait_ns / 1000000000)).$(printf %09d $((wait_ns % 1000000000)))
+              last=$(date +%s%N)
               $VIEWER --janus http://10.200.0.1:18188/janus --mountpoint \(mountpoint) --frames 3 --duration 5 --report $D/join$n.json
             done
             kill -INT $DEMO; wait
@@ -112,10 +114,13 @@ import FrameRelayJanus
         let reports = (1...10).compactMap { n in try? readJSON(run.directory + "/join\(n).json") as? [String: Any] }
         let asked = reports.compactMap { $0["firstFrameMs"] as? Double }
         let joins = reports.compactMap { report in (report["firstFrameMs"] as? Double).flatMap { first in (report["connectedMs"] as? Double).map { first - $0 } } }.sorted()
-        try #require(joins.count == 10, "\(joins.count) of 10 joins saw a picture: \(run.output.suffix(1500))")
+        try #require(asked.count == 10 && joins.count == 10, "\(asked.count) of 10 joins saw a picture, \(joins.count) said when they connected: \(run.output.suffix(1500))")
         let median = (joins[4] + joins[5]) / 2
+        let sortedAsked = asked.sorted(), askedMedian = (sortedAsked[4] + sortedAsked[5]) / 2
         print("janus joins: first picture \(joins.map { Int($0) }) ms after the connection (median \(Int(median)) ms), \(asked.map { Int($0) }) ms after asking")
         #expect(median < 500, "median join \(median) ms")
+        // From asking, handshakes included: loose, for a path that slowed down as a whole.
+        #expect(askedMedian < 1500, "median join from asking \(askedMedian) ms")
         let transport = try #require(try readShareStats(run.directory + "/host.json").first?.transport)
         #expect(transport.pli >= 10, "the host saw \(transport.pli) PLIs from Janus for 10 joins")
     }

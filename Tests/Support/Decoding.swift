@@ -11,7 +11,8 @@ public func recordRun(_ producerArguments: [String], host hostArguments: [String
     let stats = dir.appendingPathComponent("host.json").path
     let h = host([group], ["--exit-when-finished", "--record", ivf, "--report", stats] + hostArguments)
     // The producer starts once the host looks for its ring: a host that came after a short producer finished would wait for ever.
-    #expect(h.waitForLog("waiting for frames"), "host: \(h.stderr)")
+    try #require(!hostArguments.contains("--quiet"), "recordRun waits for the host's first line, which --quiet hides")
+    try #require(h.waitForLog("waiting for frames"), "host: \(h.stderr)")
     let p = producer(group, producerArguments + ["--quiet"])
     #expect(p.wait(timeout: 120) == 0, "producer: \(p.stderr)")
     #expect(h.wait(timeout: 120) == 0, "host: \(h.stderr)")

@@ -147,26 +147,24 @@ import Testing
         #expect(policy(1920, 1080, 4, 8) == 1)  // more encoders than cores
     }
 
-    /// Frames faster than `--frame-rate` run a recording ahead of its
-    /// capture clock, so it would play slower than captured: the host says
-    /// so once, quiet or not; at the producer's own rate it says nothing.
-    @Test func aRecordingOfFramesFasterThanItsFrameRateSaysItPlaysSlow() throws {
-        for (fps, slow) in [(60, true), (30, false)] {
-            let group = uniqueGroup("recslow")
-            let dir = Paths.temporaryDirectory()
-            let ivf = dir.appendingPathComponent("out.ivf").path, report = dir.appendingPathComponent("host.json").path
-            let h = host([group], ["--exit-when-finished", "--record", ivf, "--report", report, "--quiet", "--frame-rate", "30"])
-            let p = producer(group, ["--size", "320x240", "--fps", "\(fps)", "--frames", "120", "--quiet"])
-            #expect(p.wait(timeout: 60) == 0)
-            #expect(h.wait(timeout: 60) == 0)
-            let recording = try #require(try readShareStats(report).first?.recording)
-            let said = h.stderr.split(separator: "\n").filter { $0.contains("\(group.name): recording-slow (\(ivf): frames come faster than --frame-rate") }
-            if slow {
-                // 120 frames in 2 s on a clock of 30: about 2 s ahead.
-                #expect(recording.secondsAhead >= 1 && said.count == 1, "\(recording), \(h.stderr)")
-            } else {
-                #expect(recording.secondsAhead < ShareReceiver.recordingAheadLimit && said.isEmpty, "\(recording), \(h.stderr)")
-            }
-        }
+    /// A recording is timed by the capture clock (90 kHz), so it plays at
+    /// the pace it was captured: 120 frames at 60 a second, recorded by a
+    /// host at `--frame-rate 30`, last their 2 s of capture as ffprobe reads
+    /// the file, not the 4 s that 120 frames of 1/30 s would.
+    @Test(arguments: [60, 30])
+    func aRecordingPlaysAtThePaceItWasCaptured(fps: Int) throws {
+        let (ivf, share) = try recordRun(["--size", "320x240", "--fps", "\(fps)", "--frames", "120"], host: ["--frame-rate", "30"])
+        let file = try IVFFile(ivf)
+        #expect(file.timebase == (1, 90_000))
+        let pts = file.frames.map(\.pts)
+        #expect(pts.count >= 100 && pts.first == 0 && zip(pts, pts.dropFirst()).allSatisfy { $0 < $1 }, "\(pts)")
+        // The first frame's capture to the last's: 119 frame intervals.
+        let captured = 119 / Double(fps), span = Double(pts.last ?? 0) / 90_000
+        #expect(abs(span - captured) < 0.25, "recorded \(span) s of a \(captured) s capture")
+        let recording = try #require(share.recording)
+        #expect(abs(recording.seconds - (span + 1 / 30.0)) < 0.001, "\(recording)")
+        let probed = try #require(FFmpeg.duration(ivf))
+        #expect(abs(probed - recording.seconds) < 0.01, "ffprobe: \(probed) s, the host: \(recording.seconds) s")
+        #expect(FFmpeg.decodeErrors(ivf) == "")
     }
 }

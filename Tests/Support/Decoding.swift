@@ -52,6 +52,12 @@ public enum FFmpeg {
         return Int(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
+    /// How long ffprobe says the file plays, in seconds.
+    public static func duration(_ path: String) -> Double? {
+        let result = run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", path])
+        return Double(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
     /// Decodes the whole file; returns what ffmpeg printed at error level (empty when clean).
     /// Every decoded frame out once, at its own time: our frames carry their
     /// capture times, and two a stall brought closer than a frame interval

@@ -68,10 +68,6 @@ public final class ShareReceiver: @unchecked Sendable {
     public private(set) var producerFinished = false
     /// Whether the recording's stop has been said (once).
     private var recordingStopReported = false
-    /// How far ahead of its capture clock a recording may run before the host says it plays slow (a stall's catch-up runs a few frames ahead, then falls back).
-    public static let recordingAheadLimit = 0.5
-    /// Whether that has been said (once).
-    private var recordingAheadReported = false
 
     /// Runs until `shouldStop` returns true, sending each frame down `pipeline`.
     public func run(shouldStop: () -> Bool, pipeline: SharePipeline? = nil) throws {
@@ -117,15 +113,9 @@ public final class ShareReceiver: @unchecked Sendable {
                     } else {
                         recordTiming(frame.timing)
                     }
-                    if !(recordingStopReported && recordingAheadReported), let recording = pipeline?.recording {
-                        if let reason = recording.stopped, !recordingStopReported {
-                            recordingStopReported = true
-                            record("recording-stopped", "\(recording.path) after \(recording.frames) frames: \(reason); the share and its other outputs go on")
-                        }
-                        if recording.secondsAhead >= Self.recordingAheadLimit, !recordingAheadReported {
-                            recordingAheadReported = true
-                            record("recording-slow", "\(recording.path): frames come faster than --frame-rate, so it runs ahead of the capture clock and plays slower than captured; give --frame-rate the producer's rate, or --max-fps")
-                        }
+                    if !recordingStopReported, let recording = pipeline?.recording, let reason = recording.stopped {
+                        recordingStopReported = true
+                        record("recording-stopped", "\(recording.path) after \(recording.frames) frames: \(reason); the share and its other outputs go on")
                     }
                 } catch let invalid as InvalidFrame {
                     // One bad frame: counted and skipped; the share goes on, and so do the others.
@@ -205,7 +195,7 @@ public final class ShareReceiver: @unchecked Sendable {
     }
 
     /// The events that say something went wrong: said even when quiet.
-    private static let troubles: Set<String> = ["refused", "ring-lost", "recording-stopped", "recording-slow"]
+    private static let troubles: Set<String> = ["refused", "ring-lost", "recording-stopped"]
 
     private func record(_ kind: String, _ detail: String, time: UInt64? = nil) {
         let now = MonotonicClock.now()

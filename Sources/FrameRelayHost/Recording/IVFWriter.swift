@@ -12,11 +12,13 @@ import FrameRelaySystem
 /// 16 time base denominator (u32)  20 numerator (u32)
 /// 24 length (u32)                 28 unused
 /// ```
-/// All little-endian. The time base is one frame of the share's frame rate
-/// and the first frame's pts is 0, each frame at its capture time's frame
-/// (strictly after the one before). The length is the last pts + 1: the
-/// number of frames when every frame is encoded, and what ffmpeg reads as
-/// the duration in time base units either way. Each frame goes out in one
+/// All little-endian. The time base is 1/90,000 s, as RTP's and the live
+/// `/stream.ivf`'s (and WebRTC's own IVF writer's): each frame's pts is its
+/// capture time from the first frame's (strictly after the one before), so a
+/// recording plays at the pace it was captured, whatever the producer's rate
+/// against the host's `--frame-rate`. The length is the last pts + one frame
+/// of the share's frame rate: what ffmpeg reads as the duration in time
+/// base units. Each frame goes out in one
 /// `writev` and the length is patched after it, so a file cut short by a
 /// `kill -9` holds whole frames and says how long they last. A write that
 /// fails (a full disk) cuts the file back to its last whole frame.
@@ -28,29 +30,31 @@ public final class IVFWriter {
     private var isFinished = false
     private var header = [UInt8](repeating: 0, count: 12)
     /// The frames' pts, and where the last whole frame ends.
-    private var clock: IVFClock
+    private var clock = IVFClock()
     private var end = 32
+    /// One frame of the share's frame rate, in pts units (the last frame's duration).
+    private let frameDuration: Int64
 
     /// Creates (or truncates) `path`, holding its lock; throws a ``SystemError`` naming it.
     public init(path: String, width: Int, height: Int, frameRate: Int = 30) throws(SystemError) {
         file = try OutputFile.open(path)
         self.path = path
-        clock = IVFClock(frameRate: frameRate)
-        let header = Self.fileHeader(width: width, height: height, timebaseDenominator: UInt32(clock.frameRate))
+        frameDuration = IVFClock.rate / min(IVFClock.rate, Int64(max(1, frameRate)))
+        let header = Self.fileHeader(width: width, height: height)
         try header.withUnsafeBytes { bytes in Result { () throws(SystemError) in try file.writeAll(bytes) } }.get()
     }
 
     deinit { finish() }
 
     /// The 32-byte IVF file header (length 0), also the start of a live IVF stream.
-    static func fileHeader(width: Int, height: Int, timebaseDenominator: UInt32 = 90_000) -> [UInt8] {
+    static func fileHeader(width: Int, height: Int) -> [UInt8] {
         var file = [UInt8](repeating: 0, count: 32)
         file.replaceSubrange(0..<4, with: Array("DKIF".utf8))
         put(&file, 6, UInt16(32))
         file.replaceSubrange(8..<12, with: Array("VP80".utf8))
         put(&file, 12, UInt16(clamping: width))
         put(&file, 14, UInt16(clamping: height))
-        put(&file, 16, timebaseDenominator)
+        put(&file, 16, UInt32(IVFClock.rate))
         put(&file, 20, UInt32(1))
         return file
     }
@@ -81,14 +85,14 @@ public final class IVFWriter {
     }
 
     private func patchLength() {
-        withUnsafeBytes(of: UInt32(clamping: clock.last + 1).littleEndian) { bytes in _ = try? file.write(bytes, at: 24) }
+        withUnsafeBytes(of: UInt32(clamping: length).littleEndian) { bytes in _ = try? file.write(bytes, at: 24) }
     }
 
-    /// How long the file plays: its length in frames (the last pts + 1) at its frame rate.
-    public var seconds: Double { Double(clock.last + 1) / Double(clock.frameRate) }
+    /// The file's length in pts units: the last frame's pts + one frame (0 before the first).
+    private var length: Int64 { clock.last < 0 ? 0 : clock.last + frameDuration }
 
-    /// How far the last frame's time runs ahead of its capture time, in seconds (``IVFClock``).
-    public var secondsAhead: Double { Double(clock.ahead) / Double(clock.frameRate) }
+    /// How long the file plays, in seconds.
+    public var seconds: Double { Double(length) / Double(IVFClock.rate) }
 
     /// Sets the picture size in the file header (known once the first frame arrives).
     public func setDimensions(width: Int, height: Int) {
@@ -104,34 +108,21 @@ public final class IVFWriter {
     }
 }
 
-/// A recording's timestamps, in frames of the share's frame rate: the
-/// first frame at 0, each frame at its capture time's frame, strictly
-/// after the one before. Two frames captured within one frame of each
-/// other (a producer catching up after a stall) get two frames: a player
-/// that takes the time base as the frame rate, as ffmpeg does, never sees a
-/// pts twice. Frames that come faster than the frame rate for long run
-/// ahead of their capture times (a producer at 60 frames/s recorded at the
-/// host's `--frame-rate 30` plays at half speed; the host says so once the
-/// recording runs half a second ahead): `--max-fps` holds
-/// producers to the host's rate. The live `/stream.ivf` is timed by the
-/// capture clock itself (90 kHz), so it always plays in real time.
+/// A recording's timestamps: the capture clock at 90 kHz from the first
+/// frame, each strictly after the one before (two frames never share a pts,
+/// which ffmpeg refuses).
 struct IVFClock {
-    let frameRate: Int
+    /// Pts units a second.
+    static let rate: Int64 = 90_000
     private var first: Int64?
     /// The last pts given (-1 before the first).
     private(set) var last: Int64 = -1
-    /// How many frames the last pts runs ahead of its capture time's frame.
-    private(set) var ahead: Int64 = 0
-
-    init(frameRate: Int) { self.frameRate = max(1, frameRate) }
 
     /// The pts of a frame captured at `pts90kHz`.
     mutating func pts(of pts90kHz: Int64) -> Int64 {
         let first = self.first ?? pts90kHz
         self.first = first
-        let captured = (pts90kHz - first) * Int64(frameRate) / 90_000
-        last = max(last + 1, captured)
-        ahead = last - captured
+        last = max(last + 1, pts90kHz - first)
         return last
     }
 }

@@ -5,11 +5,8 @@ public struct RecordingStats: Sendable, Codable, Equatable {
     public var path: String
     public var frames: UInt64 = 0
     public var bytes: UInt64 = 0
-    /// How long it plays (its last frame's time + one frame, as the file says).
+    /// How long it plays (its last frame's capture time from its first's, + one frame, as the file says).
     public var seconds: Double = 0
-    /// How far its last frame's time runs ahead of its capture time (frames
-    /// that came faster than its frame rate: it plays slower than captured).
-    public var secondsAhead: Double = 0
     public var stopped: String?
     /// It held no frame, and its file was removed.
     public var removed = false

@@ -36,7 +36,6 @@ public final class ShareRecording: FrameSink {
             stats.frames += 1
             stats.bytes += UInt64(frame.bytes.count)
             stats.seconds = writer.seconds
-            stats.secondsAhead = writer.secondsAhead
         } catch {
             stats.stopped = "\(error.call): \(error.code)"
             writer.finish()

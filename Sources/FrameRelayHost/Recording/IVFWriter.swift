@@ -18,7 +18,9 @@ import FrameRelaySystem
 /// recording plays at the pace it was captured, whatever the producer's rate
 /// against the host's `--frame-rate`. The length is the last pts + one frame
 /// of the share's frame rate: what ffmpeg reads as the duration in time
-/// base units. Each frame goes out in one
+/// base units (libvpx's writer puts a frame count there; no reader we know
+/// plays by it). At 90 kHz it holds 13 h 15 min 21 s: a longer recording's
+/// length stops there, and its frames keep their times. Each frame goes out in one
 /// `writev` and the length is patched after it, so a file cut short by a
 /// `kill -9` holds whole frames and says how long they last. A write that
 /// fails (a full disk) cuts the file back to its last whole frame.
@@ -91,7 +93,7 @@ public final class IVFWriter {
     /// The file's length in pts units: the last frame's pts + one frame (0 before the first).
     private var length: Int64 { clock.last < 0 ? 0 : clock.last + frameDuration }
 
-    /// How long the file plays, in seconds.
+    /// How long the file plays, in seconds (past the length's limit too).
     public var seconds: Double { Double(length) / Double(IVFClock.rate) }
 
     /// Sets the picture size in the file header (known once the first frame arrives).

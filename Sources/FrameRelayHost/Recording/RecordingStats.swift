@@ -5,7 +5,7 @@ public struct RecordingStats: Sendable, Codable, Equatable {
     public var path: String
     public var frames: UInt64 = 0
     public var bytes: UInt64 = 0
-    /// How long it plays (its last frame's capture time from its first's, + one frame, as the file says).
+    /// How long it plays: its last frame's capture time from its first's, + one frame (as the file's length says, up to its 13 h 15 min).
     public var seconds: Double = 0
     public var stopped: String?
     /// It held no frame, and its file was removed.

@@ -32,10 +32,15 @@ import Testing
         let still = try recordStill([])
         let every = try recordStill(["--encode-every-frame"])
         let encoded = try #require(still.share.encoded)
-        // 150 frames in 5 s: convergence takes about 40, then nothing (a recording needs no idle repeats).
-        #expect(still.share.taken >= 140 && encoded.frames + encoded.skipped == still.share.taken)
+        // 150 frames in 5 s: convergence takes about 40, then nothing (a recording needs no idle repeats)
+        // until the share ends: one frame coding nothing at the last frame's time, so that the recording lasts the 5 s.
+        #expect(still.share.taken >= 140 && encoded.frames + encoded.skipped == still.share.taken + 1)
         #expect(encoded.skipped >= 90, "skipped \(encoded.skipped) of 150")
-        #expect(encoded.idleRepeats == 0)
+        #expect(encoded.idleRepeats == 1)
+        let pts = try IVFFile(still.ivf).frames.map(\.pts), captured = 149.0 / 30  // the first frame's capture to the last's
+        #expect(abs(Double(pts.last ?? 0) / 90_000 - captured) < 0.2, "the last frame at \(Double(pts.last ?? 0) / 90_000) s of a \(captured) s capture")
+        let probed = try #require(FFmpeg.duration(still.ivf))
+        #expect(abs(probed - (captured + 1 / 30.0)) < 0.2, "ffprobe: \(probed) s")
         #expect(encoded.keyframes == 1)
         // broadcast-sim says each frame after the first repeats the one before: none is compared.
         #expect(encoded.repeated == still.share.taken - 1, "\(encoded.repeated) repeats of \(still.share.taken) taken")

@@ -140,7 +140,7 @@ public final class ContentAwareEncoder {
                 layer.framesGathered = 0
             }
             if let outcome = try encode(layer, { try self.picture(of: layer, from: input, size: size) }, size: (size.width, size.height), metadata,
-                                        periodic: periodic, repeatWhenIdle: repeatWhenIdle, output),
+                                        periodic: periodic, idleRepeatAfter: repeatWhenIdle ? idleRepeatInterval : nil, output),
                result.outcome == nil || layer.isTop {
                 result.outcome = outcome
             }
@@ -174,10 +174,24 @@ public final class ContentAwareEncoder {
             (layer.framesGathered, layer.baseBehind) = (0, false)
             guard let size = sizes.first(where: { $0.stream == layer.stream }) else { continue }
             if try encode(layer, { try self.picture(of: layer, from: input, size: size) }, size: (size.width, size.height), metadata,
-                          periodic: false, repeatWhenIdle: false, base: true, output) != nil {
+                          periodic: false, idleRepeatAfter: nil, base: true, output) != nil {
                 encoded = true
             }
         }
+        stats.layers = layers.map(\.stats)
+        return encoded
+    }
+
+    /// Encodes the last picture on the top layer once more, at the last
+    /// frame's capture time, when the top's last frame went out before it
+    /// (a screen still to the share's end), nothing coded where nothing
+    /// refines: the recording's last frame, so that it plays as long as the
+    /// share was captured rather than stopping at the last change. Returns
+    /// whether it encoded. Never when every frame is encoded whole.
+    public func encodeTail(output: (EncodedFrame) throws -> Void) throws -> Bool {
+        guard let damage, let metadata = lastMetadata, let input = damage.keptPicture, let top = layers.last,
+              metadata.captureTime > top.lastEncodedCapture else { return false }
+        let encoded = try encode(top, { input }, size: (input.width, input.height), metadata, periodic: false, idleRepeatAfter: 0, base: true, output) != nil
         stats.layers = layers.map(\.stats)
         return encoded
     }
@@ -197,7 +211,7 @@ public final class ContentAwareEncoder {
     /// only when something is encoded); nil when it skips the frame.
     private func encode(
         _ layer: SimulcastLayer, _ picture: () throws -> EncoderInput, size: (width: Int, height: Int), _ metadata: FrameMetadata,
-        periodic: Bool, repeatWhenIdle: Bool, base: Bool = false, _ output: (EncodedFrame) throws -> Void
+        periodic: Bool, idleRepeatAfter: UInt64?, base: Bool = false, _ output: (EncodedFrame) throws -> Void
     ) throws -> EncodeOutcome? {
         let keyframe = layer.keyframes.isDue(width: size.width, height: size.height, pts: layer.encoder.timestamp(for: metadata.captureTime), periodic: periodic)
         // With two temporal layers, a frame of the upper one codes only what changed since the last base frame.
@@ -207,7 +221,7 @@ public final class ContentAwareEncoder {
         if damage != nil { plan = temporalLayer == 0 ? layer.schedule.plan(keyframe: keyframe) : layer.schedule.planUpper() }
         let idle: Bool
         switch plan {
-        case .skip where !repeatWhenIdle || metadata.captureTime &- layer.lastEncodedCapture < idleRepeatInterval:
+        case .skip where idleRepeatAfter.map { metadata.captureTime &- layer.lastEncodedCapture < $0 } ?? true:
             if layer.isTop { stats.skipped += 1 }
             return nil
         case .skip: idle = true

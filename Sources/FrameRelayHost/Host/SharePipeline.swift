@@ -190,9 +190,14 @@ public final class SharePipeline {
         }
     }
 
-    /// Closes the outputs (the recording writes its frame count; the RTP
+    /// Closes the outputs (the recording its last frame and its length; the RTP
     /// pacer sends what waits); ``finishedTimings(waiting:_:)`` then hands over the last frames.
     public func finish() {
+        // A screen still to the end: the recording's last frame at the last frame taken (the other outputs are done with it).
+        if let recorder, let last {
+            var timing = FrameTiming()
+            _ = try? encoder.encodeTail { packet in recorder.deliver(packet, captureTime: last.captured, timing: &timing) }
+        }
         for sink in sinks { sink.finish() }
     }
 }

@@ -43,7 +43,7 @@ public final class ShareRecording: FrameSink {
         }
     }
 
-    /// Writes the frame count and closes the file; a recording that holds
+    /// Writes the final length and closes the file; a recording that holds
     /// no frame (no producer came) leaves no header-only file behind.
     public func finish() {
         writer?.finish()

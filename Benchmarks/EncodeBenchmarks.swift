@@ -266,7 +266,7 @@ func streamingBenchmarks(quick: Bool, clip: String?) throws -> [BenchmarkResult]
             if n >= 5 { plainTimes.add(Double(p) / 1000) }
         }
         // The last frames' packets leave the pacer.
-        relay.pipeline.finish()
+        relay.pipeline.finish(endedAt: MonotonicClock.now())
         relay.finishTimings()
         let sent = relay.latency.captureToSentSummary
         let name = "stream.\(source).\(width)x\(height)p30"

@@ -122,7 +122,7 @@ struct EncodeOutcomeTests {
             let source = try #require(screen.nextFrame(number: UInt64(n)))
             _ = try share.relay(source.picture, n, damage: source.damage)
         }
-        pipeline.finish()
+        pipeline.finish(endedAt: MonotonicClock.now())
         #expect(sink.frames > 0)
         #expect(UInt64(sink.frames) == pipeline.stats.frames)
         #expect(UInt64(sink.keyframes) == pipeline.stats.keyframes)

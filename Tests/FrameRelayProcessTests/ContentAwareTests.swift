@@ -193,7 +193,7 @@ import Testing
                 try share.pipeline.process(&frame)
             }
         }
-        for share in shares { share.pipeline.finish() }
+        for share in shares { share.pipeline.finish(endedAt: MonotonicClock.now()) }
         let told = shares[0].pipeline.stats, found = shares[1].pipeline.stats
         // The 30 frames after the content repeat its last picture (24 taken); the rest changed somewhere the model knows, but
         // for the scrolling document (redrawn whole).

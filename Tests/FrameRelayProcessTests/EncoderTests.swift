@@ -167,4 +167,19 @@ import Testing
         #expect(abs(probed - recording.seconds) < 0.01, "ffprobe: \(probed) s, the host: \(recording.seconds) s")
         #expect(FFmpeg.decodeErrors(ivf) == "")
     }
+
+    /// A producer that sends nothing while it is paused, and finishes while
+    /// paused: its recording lasts to the finish, the last picture held by
+    /// one more frame at the end, not to the last frame it sent.
+    @Test func aRecordingLastsToAFinishThatCameWhilePaused() throws {
+        let (ivf, share) = try recordRun(["--size", "320x240", "--fps", "30", "--duration", "3", "--pause", "1:10"])
+        #expect(share.taken >= 25 && share.taken <= 32, "one second of frames: \(share.taken)")
+        // One frame more than taken: the last picture at the finish (refining what still refines, else coding nothing).
+        #expect(share.encoded?.frames == share.taken + 1, "\(share.encoded?.frames ?? 0) encoded of \(share.taken) taken")
+        let pts = try IVFFile(ivf).frames.map(\.pts), last = Double(pts.last ?? 0) / 90_000
+        #expect(abs(last - 3) < 0.3, "the last frame at \(last) s of a 3 s broadcast")
+        let probed = try #require(FFmpeg.duration(ivf))
+        #expect(abs(probed - (last + 1 / 30.0)) < 0.01, "ffprobe: \(probed) s")
+        #expect(FFmpeg.decodeErrors(ivf) == "")
+    }
 }

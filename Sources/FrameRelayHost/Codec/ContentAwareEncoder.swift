@@ -37,13 +37,14 @@ public final class ContentAwareEncoder {
     private let layers: [SimulcastLayer]
     /// What it did so far (the share's statistics add the latencies).
     public private(set) var stats = EncodeStats()
-    /// The last frame's metadata, for ``flushHeldBack(output:)``.
+    /// The last frame's metadata, for ``flushHeldBack(captureTime:output:)`` and ``encodeTail(captureTime:output:)``.
     private var lastMetadata: FrameMetadata?
     /// WebRTC's zero-hertz repeat: on a still screen streamed over RTP, one
     /// frame a second that codes nothing (a few hundred bytes, about 1 ms of
     /// libvpx at 720p), so that a receiver joining hears the stream, and can
     /// ask for a keyframe, and middleboxes keep its path open. Viewers and
-    /// recordings need none: a viewer asks for its keyframe itself. With
+    /// recordings need none: a viewer asks for its keyframe itself (a
+    /// recording gets one at its end: ``encodeTail(captureTime:output:)``). With
     /// several layers, twice a second on each: Janus (1.1.2) asks for a
     /// keyframe when the substream a viewer watches has sent nothing it
     /// could relay for a second (janus_streaming.c, `need_pli`), and a
@@ -182,15 +183,22 @@ public final class ContentAwareEncoder {
         return encoded
     }
 
-    /// Encodes the last picture on the top layer once more, at the last
-    /// frame's capture time, when the top's last frame went out before it
-    /// (a screen still to the share's end), nothing coded where nothing
-    /// refines: the recording's last frame, so that it plays as long as the
-    /// share was captured rather than stopping at the last change. Returns
-    /// whether it encoded. Never when every frame is encoded whole.
-    public func encodeTail(output: (EncodedFrame) throws -> Void) throws -> Bool {
-        guard let damage, let metadata = lastMetadata, let input = damage.keptPicture, let top = layers.last,
-              metadata.captureTime > top.lastEncodedCapture else { return false }
+    /// Encodes the last picture on the top layer once more at `captureTime`
+    /// (where the share ended, on the capture clock), when the top's last
+    /// frame went out a frame or more before it (of the settings' frame
+    /// rate): a screen still to the share's end, nothing
+    /// coded where nothing refines. The recording's last frame, so that it
+    /// plays as long as the share lasted rather than stopping at the last
+    /// change. Not when every frame is encoded whole, nor when the top would
+    /// make a keyframe or the last picture was not the top's last size (a
+    /// frame that failed mid-way). Returns whether it encoded.
+    public func encodeTail(captureTime: UInt64, output: (EncodedFrame) throws -> Void) throws -> Bool {
+        let top = layers[layers.count - 1]
+        let frame = 1_000_000_000 / UInt64(max(1, top.encoder.settings.frameRate))
+        guard let damage, var metadata = lastMetadata, let input = damage.keptPicture, captureTime >= top.lastEncodedCapture &+ frame,
+              input.width == top.stats.width, input.height == top.stats.height,
+              !top.keyframes.isDue(width: input.width, height: input.height, pts: top.encoder.timestamp(for: captureTime), periodic: false) else { return false }
+        metadata.captureTime = captureTime
         let encoded = try encode(top, { input }, size: (input.width, input.height), metadata, periodic: false, idleRepeatAfter: 0, base: true, output) != nil
         stats.layers = layers.map(\.stats)
         return encoded
@@ -209,6 +217,8 @@ public final class ContentAwareEncoder {
     /// One layer's frame: its plan, keyframe and temporal layer (`base`: the
     /// base one), a lower layer's speed, then the encode of `picture` (made
     /// only when something is encoded); nil when it skips the frame.
+    /// `idleRepeatAfter` (ns): a frame with nothing to code still goes out,
+    /// coding nothing, once the layer's last is this long before it (nil: never; 0: now).
     private func encode(
         _ layer: SimulcastLayer, _ picture: () throws -> EncoderInput, size: (width: Int, height: Int), _ metadata: FrameMetadata,
         periodic: Bool, idleRepeatAfter: UInt64?, base: Bool = false, _ output: (EncodedFrame) throws -> Void

@@ -106,7 +106,7 @@ public final class SharePipeline {
         unfinished.append(timing)
     }
 
-    /// The last frame's timing, and the frame rate the encoder plans for, for ``flushHeldBack(now:)``.
+    /// The last frame's timing, and the frame rate the encoder plans for, for ``flushHeldBack(now:)`` and ``finish(endedAt:)``.
     private var last: FrameTiming?
     /// The time stamp (on the capture clock) the outputs last had, while it is ahead of the capture clock (a held-back change's).
     private var sentAhead: UInt64?
@@ -192,11 +192,18 @@ public final class SharePipeline {
 
     /// Closes the outputs (the recording its last frame and its length; the RTP
     /// pacer sends what waits); ``finishedTimings(waiting:_:)`` then hands over the last frames.
-    public func finish() {
-        // A screen still to the end: the recording's last frame at the last frame taken (the other outputs are done with it).
-        if let recorder, let last {
+    /// `endedAt` (CLOCK_MONOTONIC ns): when the share ended (its producer
+    /// finished or went, else now). A recording whose last frame came
+    /// before that (a screen still to the end, from a producer that sends
+    /// nothing while still or one that keeps sending) gets one more frame,
+    /// coding nothing, captured as long after the last frame as the end
+    /// was after it was taken, so that it plays as long as the share lasted.
+    public func finish(endedAt: UInt64) {
+        if let recorder, recorder.isRecording, let last {
+            let captured = last.captured &+ (endedAt > last.taken ? endedAt - last.taken : 0)
             var timing = FrameTiming()
-            _ = try? encoder.encodeTail { packet in recorder.deliver(packet, captureTime: last.captured, timing: &timing) }
+            // Losing this one empty frame to libvpx costs the file its still end only; a failed write says so in the recording's stats.
+            _ = try? encoder.encodeTail(captureTime: captured) { packet in recorder.deliver(packet, captureTime: captured, timing: &timing) }
         }
         for sink in sinks { sink.finish() }
     }
@@ -214,7 +221,8 @@ public struct EncodeStats: Sendable, Codable {
     public var repeated: UInt64 = 0
     /// Frames the producer said where they changed (``FrameMetadata/changed``): converted and compared only there.
     public var located: UInt64 = 0
-    /// Empty frames sent once a second (twice with layers) while the screen is still (``ContentAwareEncoder/idleRepeatInterval``).
+    /// Empty frames sent once a second (twice with layers) while the screen is still (``ContentAwareEncoder/idleRepeatInterval``),
+    /// and the one a recording gets when its share ends on a still screen (``SharePipeline/finish(endedAt:)``).
     public var idleRepeats: UInt64 = 0
     /// Macroblocks coded in the partial frames, all together.
     public var activeMacroblocks: UInt64 = 0

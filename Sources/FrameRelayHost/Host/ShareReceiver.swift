@@ -66,6 +66,8 @@ public final class ShareReceiver: @unchecked Sendable {
 
     /// Whether the producer finished its broadcast (and no new one attached since).
     public private(set) var producerFinished = false
+    /// When (CLOCK_MONOTONIC ns) the producer last finished, died or lost its ring, until one attaches again: where its share ended.
+    private var producerEndedAt: UInt64?
     /// Whether the recording's stop has been said (once).
     private var recordingStopReported = false
 
@@ -76,7 +78,7 @@ public final class ShareReceiver: @unchecked Sendable {
         let idleTimeout: UInt64 = pipeline?.hasLiveOutputs == true ? 10_000_000 : 100_000_000
         defer {
             host.detach()
-            pipeline?.finish()
+            pipeline?.finish(endedAt: producerEndedAt ?? MonotonicClock.now())
             pipeline?.finishedTimings(waiting: false, recordTiming)
             publish()
         }
@@ -135,11 +137,13 @@ public final class ShareReceiver: @unchecked Sendable {
                 stats.producerAttaches += 1
                 producerFinished = false
                 stats.producerFinished = false
+                producerEndedAt = nil
                 awaitingFirstFrame = true
                 if let rate = options.maxFrameRate { host.requestMaxFrameRate(rate) }
                 record("attached", "producer \(pid)" + (setupInfo.isEmpty ? "" : " setup \(PeerText.quoted(setupInfo))"), time: createdAt)
             case .lifecycle(let state):
                 if state == .finished {
+                    producerEndedAt = polled
                     producerFinished = true
                     stats.producerFinished = true
                     stats.ring = host.counters
@@ -148,10 +152,12 @@ public final class ShareReceiver: @unchecked Sendable {
             case .producerDied(let pid):
                 stats.producerDeaths += 1
                 stats.ring = host.counters
+                producerEndedAt = producerEndedAt ?? polled
                 record("died", "producer \(pid) is gone; waiting for a new producer")
             case .ringLost(let reason):
                 stats.ringsLost += 1
                 stats.ring = host.counters
+                producerEndedAt = producerEndedAt ?? polled
                 record("ring-lost", reason + "; waiting for the producer's next ring")
             case .refused(let error):
                 record("refused", "\(error); waiting for a ring this host can read")

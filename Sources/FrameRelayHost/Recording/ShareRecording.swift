@@ -8,6 +8,8 @@ public final class ShareRecording: FrameSink {
     private var writer: IVFWriter?
     private var sizeWritten = false
     public private(set) var stats: RecordingStats
+    /// Whether it still writes (not stopped by a failed write).
+    public var isRecording: Bool { writer != nil }
 
     /// Records into `writer`, opened already (its lock held).
     public init(_ writer: IVFWriter) {

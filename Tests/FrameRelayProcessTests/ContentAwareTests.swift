@@ -33,7 +33,7 @@ import Testing
         let every = try recordStill(["--encode-every-frame"])
         let encoded = try #require(still.share.encoded)
         // 150 frames in 5 s: convergence takes about 40, then nothing (a recording needs no idle repeats)
-        // until the share ends: one frame coding nothing at the last frame's time, so that the recording lasts the 5 s.
+        // until the share ends: one frame coding nothing at the share's end, so that the recording lasts the 5 s.
         #expect(still.share.taken >= 140 && encoded.frames + encoded.skipped == still.share.taken + 1)
         #expect(encoded.skipped >= 90, "skipped \(encoded.skipped) of 150")
         #expect(encoded.idleRepeats == 1)
@@ -170,6 +170,7 @@ import Testing
         var picture = try #require(screen.nextFrame(number: 0)).picture
         var heldPicture: UInt64 = 0
         var carried = 0
+        var lastTaken = [UInt64](repeating: 0, count: shares.count)
         for n in 0..<70 {
             var damage = Damage.none
             if n < 40 {
@@ -190,10 +191,12 @@ import Testing
                     heldPicture = view.metadata.picture
                 }
                 var frame = HostFrame(view, taken: MonotonicClock.now())
+                lastTaken[way] = frame.timing.taken
                 try share.pipeline.process(&frame)
             }
         }
-        for share in shares { share.pipeline.finish(endedAt: MonotonicClock.now()) }
+        // Both shares end a second after their last frame: the recording's last frame at the same time in both.
+        for (way, share) in shares.enumerated() { share.pipeline.finish(endedAt: lastTaken[way] + 1_000_000_000) }
         let told = shares[0].pipeline.stats, found = shares[1].pipeline.stats
         // The 30 frames after the content repeat its last picture (24 taken); the rest changed somewhere the model knows, but
         // for the scrolling document (redrawn whole).

@@ -185,8 +185,7 @@ public final class ContentAwareEncoder {
 
     /// Encodes the last picture on the top layer once more at `captureTime`
     /// (where the share ended, on the capture clock), when the top's last
-    /// frame went out a frame or more before it (of the settings' frame
-    /// rate): a screen still to the share's end, nothing
+    /// frame went out ``tailAfter`` or more before it: a screen still to the share's end, nothing
     /// coded where nothing refines. The recording's last frame, so that it
     /// plays as long as the share lasted rather than stopping at the last
     /// change. Not when every frame is encoded whole, nor when the top would
@@ -194,8 +193,7 @@ public final class ContentAwareEncoder {
     /// frame that failed mid-way). Returns whether it encoded.
     public func encodeTail(captureTime: UInt64, output: (EncodedFrame) throws -> Void) throws -> Bool {
         let top = layers[layers.count - 1]
-        let frame = 1_000_000_000 / UInt64(max(1, top.encoder.settings.frameRate))
-        guard let damage, var metadata = lastMetadata, let input = damage.keptPicture, captureTime >= top.lastEncodedCapture &+ frame,
+        guard let damage, var metadata = lastMetadata, let input = damage.keptPicture, captureTime >= top.lastEncodedCapture &+ Self.tailAfter,
               input.width == top.stats.width, input.height == top.stats.height,
               !top.keyframes.isDue(width: input.width, height: input.height, pts: top.encoder.timestamp(for: captureTime), periodic: false) else { return false }
         metadata.captureTime = captureTime
@@ -203,6 +201,12 @@ public final class ContentAwareEncoder {
         stats.layers = layers.map(\.stats)
         return encoded
     }
+
+    /// How long before the share's end the top's last frame must have gone
+    /// out for the recording to get one more (``encodeTail(captureTime:output:)``):
+    /// a shorter still end costs the file less than this, and a finish a few
+    /// frames after the last frame (a busy machine's) adds none.
+    static let tailAfter: UInt64 = 500_000_000
 
     /// `layer`'s picture of `input` (the whole picture): the top's is
     /// `input`; a lower layer's is scaled again only in the rows that changed

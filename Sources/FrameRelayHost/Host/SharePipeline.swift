@@ -193,8 +193,8 @@ public final class SharePipeline {
     /// Closes the outputs (the recording its last frame and its length; the RTP
     /// pacer sends what waits); ``finishedTimings(waiting:_:)`` then hands over the last frames.
     /// `endedAt` (CLOCK_MONOTONIC ns): when the share ended (its producer
-    /// finished or went, else now). A recording whose last frame came
-    /// before that (a screen still to the end, from a producer that sends
+    /// finished or went, else now). A recording whose last frame came half a
+    /// second or more before that (a screen still to the end, from a producer that sends
     /// nothing while still or one that keeps sending) gets one more frame,
     /// coding nothing, captured as long after the last frame as the end
     /// was after it was taken, so that it plays as long as the share lasted.

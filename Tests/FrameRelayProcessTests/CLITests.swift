@@ -263,6 +263,20 @@ import Testing
         #expect(summary.contains("producer finished") && summary.contains("checksums verified "), "\(summary)")
     }
 
+    /// While its producer is paused (it sends nothing), the host's status
+    /// line says so rather than "0.0 fps", and says frames/s again once it resumes.
+    @Test func theStatusLineSaysWhenTheProducerIsPaused() throws {
+        let group = uniqueGroup("paused")
+        let h = host([group], ["--exit-when-finished", "--no-encode"])
+        try #require(h.waitForLog("waiting for frames"), "host: \(h.stderr)")
+        let p = producer(group, ["--size", "160x120", "--fps", "30", "--duration", "7", "--pause", "1:4", "--quiet"])
+        #expect(p.wait(timeout: 30) == 0)
+        #expect(h.wait(timeout: 30) == 0, "\(h.stderr)")
+        let states = h.stderr.split(separator: "\n").filter { $0.contains(" dropped ") && !$0.contains("summary:") }
+            .map { $0.contains("producer paused") ? "paused" : $0.contains(" fps ") ? "fps" : "other" }
+        #expect(states.contains("paused") && states.drop(while: { $0 != "paused" }).contains("fps"), "\(h.stderr)")
+    }
+
     /// A CI job whose host saw no frames fails, in one line that says why.
     @Test func aRunThatMovedNothingFailsWithExpectFrames() {
         let group = uniqueGroup("expect")

@@ -137,11 +137,13 @@ public final class ShareReceiver: @unchecked Sendable {
                 stats.producerAttaches += 1
                 producerFinished = false
                 stats.producerFinished = false
+                stats.producerPaused = false
                 producerEndedAt = nil
                 awaitingFirstFrame = true
                 if let rate = options.maxFrameRate { host.requestMaxFrameRate(rate) }
                 record("attached", "producer \(pid)" + (setupInfo.isEmpty ? "" : " setup \(PeerText.quoted(setupInfo))"), time: createdAt)
             case .lifecycle(let state):
+                stats.producerPaused = state == .paused
                 if state == .finished {
                     producerEndedAt = polled
                     producerFinished = true

@@ -24,6 +24,8 @@ public struct ShareStats: Sendable, Codable {
     public var checksumsVerified: UInt64 = 0
     /// Whether the producer finished its broadcast (and no new one attached since).
     public var producerFinished = false
+    /// Whether the producer paused its broadcast and has not resumed it (it sends no frames meanwhile).
+    public var producerPaused = false
     /// CPU time of the share's host thread so far (ring, conversion, encoding, sending), seconds.
     public var cpuSeconds: Double = 0
     /// Frames per second over the last status interval.

@@ -78,7 +78,8 @@ public final class StatusLine {
         // is the team's reverse domain, the same for every share).
         var name = s.appGroup
         if width < .max, name.count > width / 5, width >= 24 { name = "…" + String(name.suffix(width / 5 - 1)) }
-        let state = s.producerAttaches == 0 ? "waiting for producer" : s.producerFinished ? "producer finished" : "\(fixed(s.fps, 1)) fps"
+        let state = s.producerAttaches == 0 ? "waiting for producer" : s.producerFinished ? "producer finished"
+            : s.producerPaused ? "producer paused" : "\(fixed(s.fps, 1)) fps"
         var fields = [name, state, "dropped \(s.totalDropped)"]
         if let encoded = s.encoded {
             // Skipped (nothing changed, not encoded) is apart from dropped (replaced in the ring before the host took it).

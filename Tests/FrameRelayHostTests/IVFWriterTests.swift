@@ -1,5 +1,6 @@
 import Foundation
 @testable import FrameRelayHost
+import FrameRelayTestSupport
 import Testing
 
 /// The IVF file a recording writes.
@@ -19,10 +20,9 @@ struct IVFWriterTests {
             }
         }
         writer.finish()
-        let file = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
-        func little(_ at: Int, _ count: Int) -> UInt64 { (0..<count).reduce(0) { $0 | UInt64(file[at + $1]) << (8 * $1) } }
-        #expect(little(24, 4) == UInt64(UInt32.max), "the length stops at its limit")
-        #expect(little(32 + 4, 8) == 0 && little(32 + 12 + 3 + 4, 8) == UInt64(fourteenHours), "each frame keeps its time")
+        let file = try IVFFile(path)
+        #expect(file.length == UInt64(UInt32.max), "the length stops at its limit")
+        #expect(file.frames.map(\.pts) == [0, UInt64(fourteenHours)], "each frame keeps its time")
         #expect(abs(writer.seconds - (14 * 3600 + 1 / 30.0)) < 1e-6, "\(writer.seconds)")
     }
 }

@@ -24,12 +24,15 @@ public func recordRun(_ producerArguments: [String], host hostArguments: [String
 /// numerator / denominator) and its whole frames, each with its pts, in order.
 public struct IVFFile {
     public var timebase: (numerator: UInt64, denominator: UInt64)
+    /// The header's length field (in time base units, as we and ffmpeg write it).
+    public var length: UInt64
     public var frames: [(pts: UInt64, bytes: [UInt8])]
 
     public init(_ path: String) throws {
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
         func little(_ at: Int, _ count: Int) -> UInt64 { (0..<count).reduce(0) { $0 | UInt64(bytes[at + $1]) << (8 * $1) } }
         timebase = bytes.count >= 32 ? (little(20, 4), little(16, 4)) : (0, 0)
+        length = bytes.count >= 32 ? little(24, 4) : 0
         frames = []
         var offset = 32  // the file header
         while offset + 12 <= bytes.count {

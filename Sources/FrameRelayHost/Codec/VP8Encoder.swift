@@ -177,7 +177,7 @@ public final class VP8Encoder {
         // One temporal layer: every frame is in it (a reference, as before layers).
         let layer = forceKeyframe || settings.temporalLayers == 1 ? 0 : temporalLayer
         if settings.temporalLayers > 1 { try control("VP8E_SET_TEMPORAL_LAYER_ID", cvpx_temporal_flags(&context, Int32(layer), &flags)) }
-        let duration = UInt(90_000 / settings.frameRate)
+        let duration = UInt(VP8Settings.frameTicks(settings.frameRate))
         let status = vpx_codec_encode(&context, &image, pts, duration, flags, UInt(cvpx_dl_realtime))
         guard status == VPX_CODEC_OK else {
             throw CodecError.library("vpx_codec_encode", String(cString: vpx_codec_error_detail(&context) ?? vpx_codec_error(&context)))

@@ -31,6 +31,9 @@ public struct VP8Settings: Sendable, Equatable {
     public var maxIntraBitratePercent: Int { keyframeCapPercent ?? max(300, 900 * 30 / max(1, frameRate)) }
     public var keyframeCapPercent: Int?
 
+    /// One frame at `frameRate` in ticks of the 90 kHz media clock (RTP's, and a recording's): at least one.
+    public static func frameTicks(_ frameRate: Int) -> Int { 90_000 / min(90_000, max(1, frameRate)) }
+
     /// Throws a ``CodecError`` naming the first setting out of range.
     public func validate() throws(CodecError) {
         guard (1...100_000).contains(bitrateKbps) else { throw .invalidSetting("invalid bitrate \(bitrateKbps) kbps: must be 1...100000") }

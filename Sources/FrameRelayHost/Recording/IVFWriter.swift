@@ -41,7 +41,7 @@ public final class IVFWriter {
     public init(path: String, width: Int, height: Int, frameRate: Int = 30) throws(SystemError) {
         file = try OutputFile.open(path)
         self.path = path
-        frameDuration = IVFClock.rate / min(IVFClock.rate, Int64(max(1, frameRate)))
+        frameDuration = Int64(VP8Settings.frameTicks(frameRate))
         let header = Self.fileHeader(width: width, height: height)
         try header.withUnsafeBytes { bytes in Result { () throws(SystemError) in try file.writeAll(bytes) } }.get()
     }

@@ -12,7 +12,7 @@ import FrameRelayTools
 struct BroadcastSim: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "broadcast-sim", abstract: "a ReplayKit-like broadcast extension that writes frames into an App Group's shared-memory ring",
-        discussion: "  --version                   Print the version.")
+        takesVersion: true)
 
     /// From frame `frame` on, this size (and format, orientation).
     struct Switch {

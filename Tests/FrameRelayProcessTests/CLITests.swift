@@ -180,8 +180,15 @@ import Testing
             let wide = text.split(separator: "\n").filter { $0.count > 80 }
             #expect(wide.isEmpty, "\(arguments): \(wide)")
         }
-        let wide = run(Paths.executable("broadcast-sim"), ["--help"]).stdout.split(separator: "\n").filter { $0.count > 80 }
+        let simHelp = run(Paths.executable("broadcast-sim"), ["--help"]).stdout
+        let wide = simHelp.split(separator: "\n").filter { $0.count > 80 }
         #expect(wide.isEmpty, "broadcast-sim: \(wide)")
+        // Each program's --version is an option listed once, right after --help (not among the subcommands); a subcommand has none.
+        for (program, text) in [("frame-relay", help.stdout), ("broadcast-sim", simHelp)] {
+            #expect(text.contains("  --help                      Show this help.\n  --version                   Print the version.\n")
+                        && text.components(separatedBy: "--version").count == 2, "\(program): \(text)")
+        }
+        #expect(!run(Paths.executable("frame-relay"), ["demo", "--help"]).stdout.contains("--version"))
         let version = run(Paths.executable("frame-relay"), ["--version"])
         #expect(version.status == 0 && version.stdout == "frame-relay \(FrameRelayVersion.string)\n")
         let simVersion = run(Paths.executable("broadcast-sim"), ["--version"])

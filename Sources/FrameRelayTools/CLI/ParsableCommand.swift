@@ -24,16 +24,17 @@ public struct CommandConfiguration: @unchecked Sendable {
     // @unchecked Sendable: the subcommands are metatypes, set once in a static let and only read.
     public var commandName: String
     public var abstract: String
-    public var discussion: String?
+    /// Whether the program takes `--version` (its help lists it with `--help`).
+    public var takesVersion: Bool
     public var subcommands: [any ParsableCommand.Type]
     /// Run when the first argument names no subcommand.
     public var defaultSubcommand: (any ParsableCommand.Type)?
 
-    public init(commandName: String, abstract: String, discussion: String? = nil,
+    public init(commandName: String, abstract: String, takesVersion: Bool = false,
                 subcommands: [any ParsableCommand.Type] = [], defaultSubcommand: (any ParsableCommand.Type)? = nil) {
         self.commandName = commandName
         self.abstract = abstract
-        self.discussion = discussion
+        self.takesVersion = takesVersion
         self.subcommands = subcommands
         self.defaultSubcommand = defaultSubcommand
     }
@@ -97,7 +98,10 @@ extension ParsableCommand {
     }
 
     /// The help: every option on lines that fit 80 columns.
-    public static var helpText: String {
+    public static var helpText: String { helpText(version: configuration.takesVersion) }
+
+    /// The help, listing `--version` after `--help` where the program takes it.
+    static func helpText(version: Bool) -> String {
         let configuration = Self.configuration
         var lines = wrap("\(configuration.commandName): \(configuration.abstract)", width: 80, indent: "  ") + ["", "Options:"]
         for option in Self().declarations {
@@ -118,7 +122,7 @@ extension ParsableCommand {
             lines += wrapped.dropFirst().map { column + $0 }
         }
         lines.append("  --help                      Show this help.")
-        if let discussion = configuration.discussion { lines += ["", discussion] }
+        if version { lines.append("  --version                   Print the version.") }
         return lines.joined(separator: "\n")
     }
 }
@@ -132,7 +136,7 @@ extension ParsableCommand {
             let isDefault = configuration.defaultSubcommand.map { ObjectIdentifier($0) == ObjectIdentifier(command) } ?? false
             return (command.configuration.name + (isDefault ? " (default)" : ""), command.configuration.abstract)
         }
-        entries += [("help [SUBCOMMAND]", "this help, or a subcommand's"), ("--version", "print the version")]
+        entries.append(("help [SUBCOMMAND]", "this help, or a subcommand's"))
         var lines = ["Subcommands (\(program) SUBCOMMAND --help for each):"]
         for (name, abstract) in entries {
             let left = "  " + name + String(repeating: " ", count: max(1, 19 - name.count))
@@ -161,7 +165,8 @@ extension ParsableCommand {
         let named = arguments.first.flatMap { $0.hasPrefix("-") ? nil : $0 }
         if named != nil { arguments.removeFirst() }
         guard let defaultCommand = configuration.defaultSubcommand ?? configuration.subcommands.first else { throw UsageError("no subcommands") }
-        let general = defaultCommand.helpText + "\n\n" + subcommandListing
+        // The program's help: its default subcommand's options, `--version` (the program's own), the subcommands.
+        let general = defaultCommand.helpText(version: true) + "\n\n" + subcommandListing
         if named == "help" {
             // `help SUBCOMMAND`: that one's help (`help`, `help help` and `help --help`: the whole program's).
             guard arguments.count <= 1 else {

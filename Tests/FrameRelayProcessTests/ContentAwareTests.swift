@@ -301,12 +301,12 @@ import Testing
     }
 
     /// Before any frame is taken, the line has the fields (and order) it will
-    /// have, and no latency is said to be 0: none is measured yet.
+    /// have, and no latency or bitrate is said to be 0: none is measured yet.
     @Test func statusLineBeforeAnyFrameKeepsItsFieldsAndMeasuresNothing() {
         var share = ShareStats(appGroup: "group.com.example.status")
         share.encoded = EncodeStats()
         #expect(StatusLine.format(share) == "group.com.example.status  waiting for producer  dropped 0  capture→encoded p50 – p99 –  taken 0  "
-            + "skipped 0  encode p99 –  invalid 0  capture→taken p50 – p99 –  hand-off p99 –")
+            + "skipped 0  encode p99 –  – kbit/s  invalid 0  capture→taken p50 – p99 –  hand-off p99 –")
     }
 
     @Test func statusLineCountsSkippedApartFromDropped() {

@@ -235,7 +235,10 @@ public final class Host {
     /// 1 for a share's failure, for what was asked and did not happen (quiet
     /// or not), and for fewer frames than `--expect-frames`.
     private func finish(_ finals: [ShareStats], failure: String?, streaming: [Bool]) throws -> Int32 {
-        for share in finals { say("summary: " + StatusLine.format(share)) }
+        for share in finals {
+            let whole = share.wholeRun
+            say("summary: " + StatusLine.format(whole.stats, kbps: whole.kbps))
+        }
         // What each recording holds, however the run ended (Ctrl-C too): a stopped one is said below, as an error.
         for share in finals {
             guard let recording = share.recording, recording.stopped == nil, recording.frames > 0 else { continue }

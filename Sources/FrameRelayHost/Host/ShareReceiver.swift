@@ -22,8 +22,7 @@ public final class ShareReceiver: @unchecked Sendable {
     private let published: Locked<ShareStats>
     private let log: @Sendable (String) -> Void
     private var lastGeometry: (Int, Int, PixelFormat, Orientation)?
-    private var windowStart = MonotonicClock.now()
-    private var windowFrames = 0
+    private var frameRate = FrameRateWindow(now: MonotonicClock.now())
     private var awaitingFirstFrame = false
     private var recentWindowStart = MonotonicClock.now()
     private var pipeline: SharePipeline?
@@ -96,9 +95,10 @@ public final class ShareReceiver: @unchecked Sendable {
                 var frame = HostFrame(view, taken: MonotonicClock.now())
                 stats.taken += 1
                 if options.verifyChecksums, frame.metadata.checksum != 0 { stats.checksumsVerified += 1 }
-                windowFrames += 1
                 noteGeometry(frame.metadata)
                 if stats.firstCaptured == 0 { stats.firstCaptured = frame.timing.captured }
+                if !isStale(frame.timing) { frameRate.took(captured: frame.timing.captured) }
+                stats.lastCaptured = max(stats.lastCaptured, frame.timing.captured)
                 if awaitingFirstFrame {
                     awaitingFirstFrame = false
                     record("first-frame", "frame \(frame.metadata.frameNumber)")
@@ -223,12 +223,7 @@ public final class ShareReceiver: @unchecked Sendable {
 
     private func publish() {
         let now = MonotonicClock.now()
-        let elapsed = now &- windowStart
-        if elapsed >= 500_000_000 {
-            stats.fps = Double(windowFrames) * 1e9 / Double(elapsed)
-            windowStart = now
-            windowFrames = 0
-        }
+        stats.fps = frameRate.rate(now: now) ?? 0
         stats.ring = host.counters
         stats.cpuSeconds = Double(Processor.threadCPUNanoseconds()) / 1e9
         pipeline?.report(into: &stats)

@@ -6,9 +6,10 @@ import FrameRelayRTP
 /// status line and the JSON summary.
 public struct ShareStats: Sendable, Codable {
     public var appGroup: String
-    /// When the host made these figures, and when the first frame it took was captured (CLOCK_MONOTONIC ns; 0: none yet).
+    /// When the host made these figures, and when the first and the latest frame it took were captured (CLOCK_MONOTONIC ns; 0: none yet).
     public var publishedAt: UInt64 = 0
     public var firstCaptured: UInt64 = 0
+    public var lastCaptured: UInt64 = 0
     /// Frames this host took, skipped as invalid, and the ring's own counters.
     public var taken: UInt64 = 0
     public var invalid: UInt64 = 0
@@ -28,7 +29,7 @@ public struct ShareStats: Sendable, Codable {
     public var producerPaused = false
     /// CPU time of the share's host thread so far (ring, conversion, encoding, sending), seconds.
     public var cpuSeconds: Double = 0
-    /// Frames per second over the last status interval.
+    /// Frames taken per second, recently, by their capture times (``FrameRateWindow``; 0 before two frames).
     public var fps: Double = 0
     /// Capture → taken, and publish → taken (the hand-off), in µs.
     public var captureToTaken = LatencySummary(count: 0, p50: 0, p90: 0, p99: 0, max: 0, mean: 0)
@@ -77,6 +78,16 @@ public struct ShareStats: Sendable, Codable {
 
     /// Frames the producers published, over this ring and the earlier ones (saturating).
     public var totalWritten: UInt64 { ring.written.saturatingAdd(earlierRings.written) }
+
+    /// The share's figures over its whole run, for the summary: frames
+    /// taken a second and encoded kbit/s between its first and latest
+    /// capture (`fps` 0 and nil kbit/s before two frames).
+    public var wholeRun: (stats: ShareStats, kbps: Double?) {
+        let seconds = lastCaptured > firstCaptured ? Double(lastCaptured - firstCaptured) / 1e9 : 0
+        var whole = self
+        whole.fps = seconds > 0 ? Double(taken - 1) / seconds : 0
+        return (whole, seconds > 0 ? encoded.map { Double($0.bytes) * 8 / 1000 / seconds } : nil)
+    }
 }
 
 /// One thing that happened to a share.

@@ -11,7 +11,7 @@ public final class StatusLine {
     private var linesDrawn = 0
     private var lastPlain: UInt64 = 0
     /// Encoded bytes and when, per share, for the bitrate.
-    private var lastBytes: [String: (bytes: UInt64, time: UInt64, kbps: Double)] = [:]
+    private var lastBytes: [String: (bytes: UInt64, time: UInt64, kbps: Double?)] = [:]
     /// How often a plain line is written when stderr is not a terminal.
     public static let plainInterval: UInt64 = 2_000_000_000
 
@@ -40,16 +40,15 @@ public final class StatusLine {
         writeStandardError(text)
     }
 
-    /// kbit/s of encoded VP8 since the last call for this share.
+    /// kbit/s of encoded VP8 over the last second or more for this share (nil before its first second).
     private func bitrate(_ share: ShareStats, now: UInt64) -> Double? {
         guard let bytes = share.encoded?.bytes else { return nil }
-        let last = lastBytes[share.appGroup]
-        var kbps = last?.kbps ?? 0
-        if let last, now &- last.time >= 1_000_000_000 {
-            kbps = Double(bytes &- last.bytes) * 8 / 1000 / (Double(now &- last.time) / 1e9)
-        } else if last != nil {
-            return last?.kbps
+        guard let last = lastBytes[share.appGroup] else {
+            lastBytes[share.appGroup] = (bytes, now, nil)
+            return nil
         }
+        guard now &- last.time >= 1_000_000_000 else { return last.kbps }
+        let kbps = Double(bytes &- last.bytes) * 8 / 1000 / (Double(now &- last.time) / 1e9)
         lastBytes[share.appGroup] = (bytes, now, kbps)
         return kbps
     }
@@ -66,8 +65,9 @@ public final class StatusLine {
 
     /// One share as a line of fields, most useful first, that fits `width`
     /// (the fields that do not fit are left out, never cut in the middle).
-    /// The fields come in one order from the first line on; before any frame
-    /// is taken, a latency is "–" (none measured), never 0.
+    /// The fields come in one order from the first line on; a figure not yet
+    /// measured is "–", never 0: a latency before any frame is taken, frames/s
+    /// before two, kbit/s (`kbps` nil) before a second of them.
     public static func format(_ s: ShareStats, kbps: Double? = nil, width: Int = .max) -> String {
         func ms(_ micros: Double) -> String { s.taken == 0 ? "–" : fixed(micros / 1000, micros < 10_000 ? 2 : 1) + " ms" }
         func percentiles(_ latency: LatencySummary) -> String {
@@ -79,7 +79,7 @@ public final class StatusLine {
         var name = s.appGroup
         if width < .max, name.count > width / 5, width >= 24 { name = "…" + String(name.suffix(width / 5 - 1)) }
         let state = s.producerAttaches == 0 ? "waiting for producer" : s.producerFinished ? "producer finished"
-            : s.producerPaused ? "producer paused" : "\(fixed(s.fps, 1)) fps"
+            : s.producerPaused ? "producer paused" : s.taken < 2 ? "– fps" : "\(fixed(s.fps, 1)) fps"
         var fields = [name, state, "dropped \(s.totalDropped)"]
         if let encoded = s.encoded {
             // Skipped (nothing changed, not encoded) is apart from dropped (replaced in the ring before the host took it).
@@ -87,7 +87,7 @@ public final class StatusLine {
                 "capture→encoded \(percentiles(encoded.captureToEncoded))",
                 "taken \(s.taken)", "skipped \(encoded.skipped)", "encode p99 \(ms(encoded.encode.p99))",
             ]
-            if let kbps { fields.append("\(fixed(kbps, 0)) kbit/s") }
+            fields.append(kbps.map { "\(fixed($0, 0)) kbit/s" } ?? "– kbit/s")
         } else {
             fields.append("taken \(s.taken)")
         }

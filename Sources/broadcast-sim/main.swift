@@ -10,6 +10,5 @@ func log(_ message: String) {
 }
 
 runAndExit("broadcast-sim") {
-    if CommandLine.arguments.dropFirst().first == "--version" { throw HelpRequested(text: "broadcast-sim \(FrameRelayVersion.string)") }
     return try BroadcastSim.parse(Array(CommandLine.arguments.dropFirst())).run()
 }

@@ -20,6 +20,7 @@ Signals.resetInherited()
 Signals.installHandlers()
 runAndExit("frame-relay") {
     let arguments = Array(CommandLine.arguments.dropFirst())
-    if arguments.first == "--version" || arguments.first == "version" { throw HelpRequested(text: "frame-relay \(FrameRelayVersion.string)") }
+    // `version` as a word too; `--version` is the program's option (``ParsableCommand/dispatch(_:)``).
+    if arguments.first == "version" { throw HelpRequested(text: "frame-relay \(FrameRelayVersion.string)") }
     return try FrameRelay.dispatch(arguments)
 }

@@ -193,6 +193,9 @@ import Testing
         #expect(version.status == 0 && version.stdout == "frame-relay \(FrameRelayVersion.string)\n")
         let simVersion = run(Paths.executable("broadcast-sim"), ["--version"])
         #expect(simVersion.status == 0 && simVersion.stdout == "broadcast-sim \(FrameRelayVersion.string)\n")
+        // As an option, --version answers wherever the help lists it, after other options too.
+        #expect(run(Paths.executable("frame-relay"), ["--quiet", "--version"]).stdout == version.stdout)
+        #expect(run(Paths.executable("broadcast-sim"), ["--fps", "30", "--version"]).stdout == simVersion.stdout)
     }
 
     /// Off a terminal (a CI log) the status comes as a plain line every 2 s.
@@ -299,6 +302,21 @@ import Testing
         let states = h.stderr.split(separator: "\n").filter { $0.contains(" dropped ") && !$0.contains("summary:") }
             .map { $0.contains("producer paused") ? "paused" : $0.contains(" fps ") ? "fps" : "other" }
         #expect(states.contains("paused") && states.drop(while: { $0 != "paused" }).contains("fps"), "\(h.stderr)")
+    }
+
+    /// A producer killed (kill -9): the status line says it is gone rather
+    /// than "0.0 fps" until a producer attaches again.
+    @Test func theStatusLineSaysWhenTheProducerIsGone() throws {
+        let group = uniqueGroup("gone")
+        let h = host([group], ["--no-encode", "--duration", "6"])
+        try #require(h.waitForLog("waiting for frames"), "host: \(h.stderr)")
+        let p = producer(group, ["--size", "160x120", "--fps", "30", "--duration", "20", "--quiet"])
+        usleep(1_500_000)
+        p.signal(SIGKILL)
+        _ = p.wait(timeout: 10)
+        #expect(h.wait(timeout: 30) == 0, "\(h.stderr)")
+        let states = h.stderr.split(separator: "\n").filter { $0.contains(" dropped ") && !$0.contains("summary:") }
+        #expect(h.stderr.contains("is gone; waiting for a new producer") && states.last?.contains("  producer gone  ") == true, "\(h.stderr)")
     }
 
     /// A CI job whose host saw no frames fails, in one line that says why.

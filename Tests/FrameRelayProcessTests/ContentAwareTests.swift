@@ -300,26 +300,6 @@ import Testing
         #expect(whole.map { !$0.contains(VP8Encoder.Segment.kept) } ?? true)
     }
 
-    /// Before any frame is taken, the line has the fields (and order) it will
-    /// have, and no latency or bitrate is said to be 0: none is measured yet.
-    @Test func statusLineBeforeAnyFrameKeepsItsFieldsAndMeasuresNothing() {
-        var share = ShareStats(appGroup: "group.com.example.status")
-        share.encoded = EncodeStats()
-        #expect(StatusLine.format(share) == "group.com.example.status  waiting for producer  dropped 0  capture→encoded p50 – p99 –  taken 0  "
-            + "skipped 0  encode p99 –  – kbit/s  invalid 0  capture→taken p50 – p99 –  hand-off p99 –")
-    }
-
-    @Test func statusLineCountsSkippedApartFromDropped() {
-        var share = ShareStats(appGroup: "group.com.example.status")
-        share.producerAttaches = 1
-        share.ring.dropped = 3
-        share.taken = 43
-        share.encoded = EncodeStats()
-        share.encoded?.skipped = 40
-        let line = StatusLine.format(share)
-        #expect(line.contains("dropped 3  capture→encoded p50 ") && line.contains("  skipped 40  "), "\(line)")
-    }
-
     // MARK: Receivers joining a still share
 
     @Test func receiverJoiningAStillShareGetsAPicture() throws {

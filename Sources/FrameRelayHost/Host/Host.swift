@@ -237,7 +237,7 @@ public final class Host {
     private func finish(_ finals: [ShareStats], failure: String?, streaming: [Bool]) throws -> Int32 {
         for share in finals {
             let whole = share.wholeRun
-            say("summary: " + StatusLine.format(whole.stats, kbps: whole.kbps))
+            say("summary: " + StatusLine.format(whole.stats, kbps: whole.kbps, summary: true))
         }
         // What each recording holds, however the run ended (Ctrl-C too): a stopped one is said below, as an error.
         for share in finals {
@@ -247,7 +247,7 @@ public final class Host {
         if let path = configuration.reportPath {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            try OutputFile.write(String(decoding: try encoder.encode(finals), as: UTF8.self), to: path)
+            try OutputFile.write(String(decoding: try encoder.encode(finals.map(\.wholeRun.stats)), as: UTF8.self), to: path)
         }
         if let failure {
             log("error: \(failure)")

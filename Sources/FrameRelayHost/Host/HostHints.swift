@@ -13,10 +13,11 @@ struct HostHints {
     /// Each share's send errors when its failure was last said (a new failure is one past them).
     private var saidErrors: [String: UInt64] = [:]
     private var bottlenecksNamed = Set<String>()
-    /// Each share's counters when the host first saw a frame taken: frames
-    /// a producer wrote before the host came were replaced with no host to
-    /// take them, and say nothing of where the host's time goes.
-    private var firstTaken: [String: (written: UInt64, dropped: UInt64, taken: UInt64, at: UInt64)] = [:]
+    /// Each share's counters, and when they were published, when the host
+    /// first saw a frame taken from its producer (each producer's anew):
+    /// frames a producer wrote before the host came were replaced with no
+    /// host to take them, and the time between producers is no producer's rate.
+    private var firstTaken: [String: (attaches: Int, written: UInt64, dropped: UInt64, taken: UInt64, at: UInt64)] = [:]
 
     /// Lines to log now (each said once); `start` is when the host started.
     mutating func lines(for snapshots: [ShareStats], since start: UInt64, quiet: Bool) -> [String] {
@@ -53,21 +54,25 @@ struct HostHints {
                 + (code == .connectionRefused ? " (no receiver listening there yet? check --rtp)" : "; check --rtp"))
         }
         // A share dropping more than 5 % once the producer has sent 3 s to this host: say where the host's time goes.
-        for share in snapshots where share.taken > 0 && firstTaken[share.appGroup] == nil {
-            firstTaken[share.appGroup] = (share.totalWritten, share.totalDropped, share.taken, now)
+        for share in snapshots where share.taken > 0 && firstTaken[share.appGroup]?.attaches != share.producerAttaches {
+            firstTaken[share.appGroup] = (share.producerAttaches, share.totalWritten, share.totalDropped, share.taken, share.publishedAt)
         }
         for share in snapshots where !quiet && !share.producerFinished {
-            guard let first = firstTaken[share.appGroup], !bottlenecksNamed.contains(share.appGroup) else { continue }
-            let written = share.totalWritten &- first.written, dropped = share.totalDropped &- first.dropped
-            guard written >= 90, dropped * 20 > written else { continue }
+            // The counters come from shared memory, which anyone with the App Group may write: one that went back says nothing.
+            guard let first = firstTaken[share.appGroup], !bottlenecksNamed.contains(share.appGroup), share.totalWritten >= first.written,
+                share.totalDropped >= first.dropped, share.taken >= first.taken, share.publishedAt > first.at
+            else { continue }
+            let written = share.totalWritten - first.written, dropped = share.totalDropped - first.dropped
+            guard written >= 90, Double(dropped) * 20 > Double(written) else { continue }
             bottlenecksNamed.insert(share.appGroup)
-            let seconds = Double(now &- first.at) / 1e9
+            // The counters and their time from the same publications (the time read here ran up to 250 ms ahead of them).
+            let seconds = Double(share.publishedAt - first.at) / 1e9
             var work = ""
             if let encoded = share.encoded {
                 work = "; per frame: convert p50 \(fixed(encoded.convert.p50 / 1000, 2)) ms, encode p50 \(fixed(encoded.encode.p50 / 1000, 2)) ms (\(encoded.threads) thread\(encoded.threads == 1 ? "" : "s")) at \(encoded.width)x\(encoded.height)"
             }
             lines.append("\(share.appGroup): \(fixed(Double(dropped) * 100 / Double(written), 0)) % of frames dropped (the newest wins): "
-                + "the host takes \(fixed(Double(share.taken &- first.taken) / seconds, 1)) frames/s of the producer's \(fixed(Double(written) / seconds, 1))\(work); "
+                + "the host takes \(fixed(Double(share.taken - first.taken) / seconds, 1)) frames/s of the producer's \(fixed(Double(written) / seconds, 1))\(work); "
                 + "lower the producer's --fps or size, use --max-size, or give the host more CPU")
         }
         return lines

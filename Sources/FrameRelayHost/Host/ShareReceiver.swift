@@ -97,8 +97,7 @@ public final class ShareReceiver: @unchecked Sendable {
                 if options.verifyChecksums, frame.metadata.checksum != 0 { stats.checksumsVerified += 1 }
                 noteGeometry(frame.metadata)
                 if stats.firstCaptured == 0 { stats.firstCaptured = frame.timing.captured }
-                if !isStale(frame.timing) { frameRate.took(captured: frame.timing.captured) }
-                stats.lastCaptured = max(stats.lastCaptured, frame.timing.captured)
+                if !isStale(frame.timing) { frameRate.took(captured: frame.timing.captured, taken: frame.timing.taken) }
                 if awaitingFirstFrame {
                     awaitingFirstFrame = false
                     record("first-frame", "frame \(frame.metadata.frameNumber)")
@@ -138,6 +137,7 @@ public final class ShareReceiver: @unchecked Sendable {
                 producerFinished = false
                 stats.producerFinished = false
                 stats.producerPaused = false
+                stats.producerGone = false
                 producerEndedAt = nil
                 awaitingFirstFrame = true
                 if let rate = options.maxFrameRate { host.requestMaxFrameRate(rate) }
@@ -153,6 +153,7 @@ public final class ShareReceiver: @unchecked Sendable {
                 record(state.description, "")
             case .producerDied(let pid):
                 stats.producerDeaths += 1
+                stats.producerGone = true
                 stats.ring = host.counters
                 producerEndedAt = producerEndedAt ?? polled
                 record("died", "producer \(pid) is gone; waiting for a new producer")
@@ -224,6 +225,7 @@ public final class ShareReceiver: @unchecked Sendable {
     private func publish() {
         let now = MonotonicClock.now()
         stats.fps = frameRate.rate(now: now) ?? 0
+        (stats.framesTimed, stats.secondsTimed) = frameRate.timed(now: now)
         stats.ring = host.counters
         stats.cpuSeconds = Double(Processor.threadCPUNanoseconds()) / 1e9
         pipeline?.report(into: &stats)

@@ -6,10 +6,9 @@ import FrameRelayRTP
 /// status line and the JSON summary.
 public struct ShareStats: Sendable, Codable {
     public var appGroup: String
-    /// When the host made these figures, and when the first and the latest frame it took were captured (CLOCK_MONOTONIC ns; 0: none yet).
+    /// When the host made these figures, and when the first frame it took was captured (CLOCK_MONOTONIC ns; 0: none yet).
     public var publishedAt: UInt64 = 0
     public var firstCaptured: UInt64 = 0
-    public var lastCaptured: UInt64 = 0
     /// Frames this host took, skipped as invalid, and the ring's own counters.
     public var taken: UInt64 = 0
     public var invalid: UInt64 = 0
@@ -27,10 +26,18 @@ public struct ShareStats: Sendable, Codable {
     public var producerFinished = false
     /// Whether the producer paused its broadcast and has not resumed it (it sends no frames meanwhile).
     public var producerPaused = false
+    /// Whether the producer died and no producer attached since.
+    public var producerGone = false
     /// CPU time of the share's host thread so far (ring, conversion, encoding, sending), seconds.
     public var cpuSeconds: Double = 0
-    /// Frames taken per second, recently, by their capture times (``FrameRateWindow``; 0 before two frames).
+    /// Frames taken per second, recently, by their capture times
+    /// (``FrameRateWindow``; 0 before two frames); in the exit report, over the whole run (``wholeRun``).
     public var fps: Double = 0
+    /// The frames the rate counted over the whole run and the capture time
+    /// they spanned (pauses, stops, the gaps between producers and stale
+    /// frames left out; 0 before two frames).
+    public var framesTimed = 0
+    public var secondsTimed = 0.0
     /// Capture → taken, and publish → taken (the hand-off), in µs.
     public var captureToTaken = LatencySummary(count: 0, p50: 0, p90: 0, p99: 0, max: 0, mean: 0)
     public var handoff = LatencySummary(count: 0, p50: 0, p90: 0, p99: 0, max: 0, mean: 0)
@@ -79,14 +86,13 @@ public struct ShareStats: Sendable, Codable {
     /// Frames the producers published, over this ring and the earlier ones (saturating).
     public var totalWritten: UInt64 { ring.written.saturatingAdd(earlierRings.written) }
 
-    /// The share's figures over its whole run, for the summary: frames
-    /// taken a second and encoded kbit/s between its first and latest
-    /// capture (`fps` 0 and nil kbit/s before two frames).
+    /// The share's figures over its whole run, for the summary and the
+    /// report: frames taken a second and encoded kbit/s over the time frames
+    /// came (``framesTimed``, ``secondsTimed``; `fps` 0 and nil kbit/s before two frames).
     public var wholeRun: (stats: ShareStats, kbps: Double?) {
-        let seconds = lastCaptured > firstCaptured ? Double(lastCaptured - firstCaptured) / 1e9 : 0
         var whole = self
-        whole.fps = seconds > 0 ? Double(taken - 1) / seconds : 0
-        return (whole, seconds > 0 ? encoded.map { Double($0.bytes) * 8 / 1000 / seconds } : nil)
+        whole.fps = secondsTimed > 0 ? Double(framesTimed) / secondsTimed : 0
+        return (whole, secondsTimed > 0 ? encoded.map { Double($0.bytes) * 8 / 1000 / secondsTimed } : nil)
     }
 }
 

@@ -10,8 +10,8 @@ public final class StatusLine {
     private let isTerminal: Bool
     private var linesDrawn = 0
     private var lastPlain: UInt64 = 0
-    /// Encoded bytes and when, per share, for the bitrate.
-    private var lastBytes: [String: (bytes: UInt64, time: UInt64, kbps: Double?)] = [:]
+    /// Each share's encoded bytes as its figures were published (and when), over the last second or so, for the bitrate.
+    private var samples: [String: [(time: UInt64, bytes: UInt64)]] = [:]
     /// How often a plain line is written when stderr is not a terminal.
     public static let plainInterval: UInt64 = 2_000_000_000
 
@@ -24,7 +24,7 @@ public final class StatusLine {
     public func update(_ shares: [ShareStats]) {
         guard isEnabled else { return }
         let now = MonotonicClock.now()
-        let rates = shares.map { bitrate($0, now: now) }
+        let rates = shares.map { bitrate($0) }
         if !isTerminal {
             guard now &- lastPlain >= Self.plainInterval else { return }
             lastPlain = now
@@ -40,17 +40,22 @@ public final class StatusLine {
         writeStandardError(text)
     }
 
-    /// kbit/s of encoded VP8 over the last second or more for this share (nil before its first second).
-    private func bitrate(_ share: ShareStats, now: UInt64) -> Double? {
-        guard let bytes = share.encoded?.bytes else { return nil }
-        guard let last = lastBytes[share.appGroup] else {
-            lastBytes[share.appGroup] = (bytes, now, nil)
-            return nil
-        }
-        guard now &- last.time >= 1_000_000_000 else { return last.kbps }
-        let kbps = Double(bytes &- last.bytes) * 8 / 1000 / (Double(now &- last.time) / 1e9)
-        lastBytes[share.appGroup] = (bytes, now, kbps)
-        return kbps
+    /// kbit/s of encoded VP8 over the last second (to a quarter more) of
+    /// this share's published figures, their bytes and time from one
+    /// publication each (the time a line is drawn, read against bytes
+    /// published up to 250 ms before, swung it by a fifth); nil before a
+    /// second from its first frame.
+    func bitrate(_ share: ShareStats) -> Double? {
+        guard let bytes = share.encoded?.bytes, share.taken > 0 else { return nil }
+        var list = samples[share.appGroup, default: []]
+        // A new encoder (the share's pipeline made anew) counts from nothing again.
+        if let last = list.last, bytes < last.bytes || share.publishedAt < last.time { list.removeAll() }
+        if list.last?.time != share.publishedAt { list.append((share.publishedAt, bytes)) }
+        // The newest sample a second or more old is the window's start.
+        while list.count > 2, share.publishedAt - list[1].time >= 1_000_000_000 { list.removeFirst() }
+        samples[share.appGroup] = list
+        guard let first = list.first, share.publishedAt - first.time >= 1_000_000_000 else { return nil }
+        return Double(bytes - first.bytes) * 8 / 1000 / (Double(share.publishedAt - first.time) / 1e9)
     }
 
     /// Clears the display before normal output.
@@ -66,26 +71,31 @@ public final class StatusLine {
     /// One share as a line of fields, most useful first, that fits `width`
     /// (the fields that do not fit are left out, never cut in the middle).
     /// The fields come in one order from the first line on; a figure not yet
-    /// measured is "–", never 0: a latency before any frame is taken, frames/s
-    /// before two, kbit/s (`kbps` nil) before a second of them.
-    public static func format(_ s: ShareStats, kbps: Double? = nil, width: Int = .max) -> String {
-        func ms(_ micros: Double) -> String { s.taken == 0 ? "–" : fixed(micros / 1000, micros < 10_000 ? 2 : 1) + " ms" }
+    /// measured is "–", never 0: a latency before it has a frame, frames/s
+    /// before two frames, kbit/s (`kbps` nil) before a second of them.
+    /// The `summary` at exit gives frames/s whatever the producer's state (the state after it).
+    public static func format(_ s: ShareStats, kbps: Double? = nil, width: Int = .max, summary: Bool = false) -> String {
+        func ms(_ latency: LatencySummary, _ micros: Double) -> String {
+            latency.count == 0 ? "–" : fixed(micros / 1000, micros < 10_000 ? 2 : 1) + " ms"
+        }
         func percentiles(_ latency: LatencySummary) -> String {
-            s.taken == 0 ? "p50 – p99 –" : "p50 \(fixed(latency.p50 / 1000, 2)) p99 \(ms(latency.p99))"
+            latency.count == 0 ? "p50 – p99 –" : "p50 \(fixed(latency.p50 / 1000, 2)) p99 \(ms(latency, latency.p99))"
         }
         // The figures an 80-column terminal must show come first: frames/s, dropped, capture→encoded
         // p50 and p99. On a terminal (a width given) a long App Group keeps only its end (its start
         // is the team's reverse domain, the same for every share).
         var name = s.appGroup
         if width < .max, name.count > width / 5, width >= 24 { name = "…" + String(name.suffix(width / 5 - 1)) }
+        let rate = s.framesTimed == 0 ? "– fps" : "\(fixed(s.fps, 1)) fps"
         let state = s.producerAttaches == 0 ? "waiting for producer" : s.producerFinished ? "producer finished"
-            : s.producerPaused ? "producer paused" : s.taken < 2 ? "– fps" : "\(fixed(s.fps, 1)) fps"
-        var fields = [name, state, "dropped \(s.totalDropped)"]
+            : s.producerPaused ? "producer paused" : s.producerGone ? "producer gone" : rate
+        var fields = summary ? [name, rate] + (state == rate ? [] : [state]) : [name, state]
+        fields.append("dropped \(s.totalDropped)")
         if let encoded = s.encoded {
             // Skipped (nothing changed, not encoded) is apart from dropped (replaced in the ring before the host took it).
             fields += [
                 "capture→encoded \(percentiles(encoded.captureToEncoded))",
-                "taken \(s.taken)", "skipped \(encoded.skipped)", "encode p99 \(ms(encoded.encode.p99))",
+                "taken \(s.taken)", "skipped \(encoded.skipped)", "encode p99 \(ms(encoded.encode, encoded.encode.p99))",
             ]
             fields.append(kbps.map { "\(fixed($0, 0)) kbit/s" } ?? "– kbit/s")
         } else {
@@ -94,7 +104,7 @@ public final class StatusLine {
         fields.append("invalid \(s.invalid)")
         if s.checksumsVerified > 0 { fields.append("checksums verified \(s.checksumsVerified)") }
         fields.append("capture→taken \(percentiles(s.captureToTaken))")
-        fields.append("hand-off p99 \(ms(s.handoff.p99))")
+        fields.append("hand-off p99 \(ms(s.handoff, s.handoff.p99))")
         var line = ""
         for field in fields {
             let next = line.isEmpty ? field : line + "  " + field

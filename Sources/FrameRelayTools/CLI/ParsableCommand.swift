@@ -56,6 +56,7 @@ extension ParsableCommand {
         while index < arguments.count {
             let argument = arguments[index]
             if argument == "--help" || argument == "-h" { throw HelpRequested(text: helpText) }
+            if argument == "--version", configuration.takesVersion { throw HelpRequested(text: versionText) }
             guard argument.hasPrefix("--"), argument != "--" else {
                 // One dash for two: -http.
                 let bare = String(argument.drop { $0 == "-" }.prefix { $0 != "=" })
@@ -99,6 +100,9 @@ extension ParsableCommand {
 
     /// The help: every option on lines that fit 80 columns.
     public static var helpText: String { helpText(version: configuration.takesVersion) }
+
+    /// What `--version` prints: the program and its version.
+    static var versionText: String { "\(configuration.commandName.split(separator: " ").first ?? "") \(FrameRelayVersion.string)" }
 
     /// The help, listing `--version` after `--help` where the program takes it.
     static func helpText(version: Bool) -> String {
@@ -175,6 +179,8 @@ extension ParsableCommand {
             let topic = arguments.first.flatMap { ["help", "--help", "-h"].contains($0) ? nil : $0 }
             throw HelpRequested(text: try topic.map { try subcommand(named: $0).helpText } ?? general)
         }
+        // The program's --version, among its default subcommand's options as anywhere `--help` may be.
+        if named == nil, arguments.contains("--version") { throw HelpRequested(text: versionText) }
         let chosen = try named.map { try subcommand(named: $0) } ?? defaultCommand
         do {
             return try chosen.parse(arguments).run()

@@ -308,10 +308,10 @@ import Testing
     /// than "0.0 fps" until a producer attaches again.
     @Test func theStatusLineSaysWhenTheProducerIsGone() throws {
         let group = uniqueGroup("gone")
-        let h = host([group], ["--no-encode", "--duration", "6"])
+        let h = host([group], ["--no-encode", "--duration", "7"])
         try #require(h.waitForLog("waiting for frames"), "host: \(h.stderr)")
         let p = producer(group, ["--size", "160x120", "--fps", "30", "--duration", "20", "--quiet"])
-        usleep(1_500_000)
+        try #require(h.waitForLog("first-frame"), "host: \(h.stderr)")
         p.signal(SIGKILL)
         _ = p.wait(timeout: 10)
         #expect(h.wait(timeout: 30) == 0, "\(h.stderr)")

@@ -43,11 +43,14 @@ struct FrameRateWindowTests {
 
     /// One or two frames a second read 1 and 2 in every window, those
     /// without a frame too (a count that started afresh after each half
-    /// second without a frame read nothing, and showed 0).
+    /// second without a frame read nothing, and showed 0), from the start
+    /// and after 30 a second (judged stopped by 30's intervals, it read 0).
     @Test func aSlowProducerReadsItsRate() {
         for fps in [1.0, 2.0] {
             let rates = reads(captures: steady(fps, seconds: 10), until: 9000).filter { $0.at >= 2100 }
             #expect(rates.allSatisfy { $0.rate.map { abs($0 - fps) < 0.01 } == true }, "\(fps): \(rates)")
+            let slowed = reads(captures: steady(30, seconds: 2) + steady(fps, seconds: 8, from: 2000), until: 10_000).filter { $0.at >= 5100 }
+            #expect(slowed.allSatisfy { $0.rate.map { abs($0 - fps) < 0.01 } == true }, "\(fps): \(slowed)")
         }
     }
 
@@ -56,10 +59,28 @@ struct FrameRateWindowTests {
     /// nanosecond apart (a compositor's repeated times, made to rise).
     @Test func capturesTheHostsClockDoesNotBearOutGiveWayToItsTimes() {
         let captures = steady(30, seconds: 10)
-        for stamps in [captures.map { $0 + 1e12 }, captures.indices.map { 1000 + Double($0) * 1e-6 }] {
-            let rates = reads(captures: captures, stamps: stamps, until: 4900).filter { $0.at >= 600 }
-            #expect(rates.allSatisfy { $0.rate.map { abs($0 - 30) < 30 * 0.1 } == true }, "\(rates)")
+        // From the future (a second ahead: taken as the takes); a nanosecond apart, from the past and from the future.
+        let stamps = [captures.map { $0 + 1000 }, captures.indices.map { Double($0) * 1e-6 }, captures.indices.map { 1000 + Double($0) * 1e-6 }]
+        for stamps in stamps {
+            let rates = reads(captures: captures, stamps: stamps, until: 4900)
+            #expect(rates.allSatisfy { $0.rate.map { abs($0 - 30) < 30 * 0.15 } == true }, "\(rates)")
         }
+        // One frame stamped as the one before it, then nothing for 10 s: 0, not the last rate; then 30 again,
+        // and the run's figures leave the 10 s out.
+        var window = FrameRateWindow(now: 0)
+        for (n, ms) in (steady(30, seconds: 1) + [1000] + steady(30, seconds: 1, from: 11_000)).enumerated() {
+            let stamp = n == 30 ? 29 * 1000 / 30.0 : ms  // frame 29's
+            window.took(captured: UInt64(stamp * 1e6), taken: UInt64((ms + 3) * 1e6))
+            if n == 29 { _ = window.rate(now: UInt64(1000 * 1e6)) }  // a window closes before the repeated stamp
+            if n == 30 {
+                let quiet = stride(from: 1100.0, through: 10_900, by: 100).map { window.rate(now: UInt64($0 * 1e6)) }
+                #expect(quiet.suffix(80).allSatisfy { $0 == 0 }, "\(quiet)")
+            }
+            if n > 41, n % 5 == 0 { _ = window.rate(now: UInt64((ms + 4) * 1e6)) }
+        }
+        #expect(window.rate(now: UInt64(12_100 * 1e6)).map { abs($0 - 30) < 0.5 } == true)
+        let timed = window.timed(now: UInt64(12_100 * 1e6))
+        #expect(abs(Double(timed.frames) / timed.seconds - 30) < 1, "\(timed)")
     }
 
     /// Nothing before two frames; 0 once the frames stop, and the count

@@ -9,14 +9,15 @@
 /// clock (when it took each frame, the same CLOCK_MONOTONIC) agrees with: a
 /// time after the frame was taken counts as the take, one before the last
 /// frame's as the last frame's, and a span that differs from the take
-/// times' by more than a fifth (and 100 ms) gives way to theirs (a
-/// compositor's repeated stamps, a producer's clock gone wrong).
+/// times' by more than a fifth (and 100 ms), or under a millisecond a
+/// frame, gives way to theirs (a compositor's repeated stamps, a
+/// producer's clock gone wrong).
 ///
 /// A window without a frame keeps the last rate and its span goes on into
 /// the next (a producer at 1 frame a second reads 1); frames that stop
 /// coming, none taken for three of their intervals and 100 ms, count to the
 /// window's end, then read 0, and the next frame starts the count afresh, as
-/// the first does. Nil before two frames (a rate needs two).
+/// the first does, at whatever rate it comes. Nil before two frames (a rate needs two).
 ///
 /// Over the whole run, the frames counted and the capture time they spanned
 /// (``timed``: pauses, stops and the gaps between producers left out) give
@@ -63,10 +64,10 @@ struct FrameRateWindow {
             timedSpan += measured.span
             from = latest
             frames = 0
-        } else if from != nil, frames == 0, quiet(now: now, interval: interval ?? Double(Self.length)) {
-            // Stopped: 0, and the next frame counts afresh.
+        } else if from != nil, quiet(now: now, interval: interval ?? Double(Self.length)) {
+            // Stopped: 0, and the next frame counts afresh, at whatever rate it comes.
             if closed != nil { closed = 0 }
-            from = nil
+            (from, interval) = (nil, nil)
         }
         return closed
     }
@@ -82,7 +83,9 @@ struct FrameRateWindow {
     private func measure(now: UInt64) -> (rate: Double, span: Double)? {
         guard let from, frames > 0 else { return nil }
         let captureSpan = Double(latest.captured - from.captured), takeSpan = Double(latest.taken - from.taken)
-        let span = abs(captureSpan - takeSpan) <= max(takeSpan / 5, Self.quietAtLeast) ? captureSpan : takeSpan
+        // Capture times under a millisecond apart (stamps repeated, or clamped to the last) are no producer's frame rate.
+        let agree = abs(captureSpan - takeSpan) <= max(takeSpan / 5, Self.quietAtLeast) && captureSpan >= 1e6 * Double(frames)
+        let span = agree ? captureSpan : takeSpan
         guard span > 0 else { return nil }
         let tail = quiet(now: now, interval: span / Double(frames)) ? Double(now - latest.taken) : 0
         return (Double(frames) * 1e9 / (span + tail), span)

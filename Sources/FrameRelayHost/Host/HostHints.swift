@@ -13,10 +13,11 @@ struct HostHints {
     /// Each share's send errors when its failure was last said (a new failure is one past them).
     private var saidErrors: [String: UInt64] = [:]
     private var bottlenecksNamed = Set<String>()
-    /// Each share's counters, and when they were published, when the host
-    /// first saw a frame taken from its producer (each producer's anew):
-    /// frames a producer wrote before the host came were replaced with no
-    /// host to take them, and the time between producers is no producer's rate.
+    /// Each share's counters, and when they were published, once the host
+    /// has taken a frame, taken anew at the first figures after each
+    /// producer attaches: frames a producer wrote before the host came were
+    /// replaced with no host to take them, and the time between producers
+    /// is no producer's rate.
     private var firstTaken: [String: (attaches: Int, written: UInt64, dropped: UInt64, taken: UInt64, at: UInt64)] = [:]
 
     /// Lines to log now (each said once); `start` is when the host started.

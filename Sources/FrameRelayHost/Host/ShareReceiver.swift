@@ -154,6 +154,7 @@ public final class ShareReceiver: @unchecked Sendable {
             case .producerDied(let pid):
                 stats.producerDeaths += 1
                 stats.producerGone = true
+                stats.producerPaused = false
                 stats.ring = host.counters
                 producerEndedAt = producerEndedAt ?? polled
                 record("died", "producer \(pid) is gone; waiting for a new producer")

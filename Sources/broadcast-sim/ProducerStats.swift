@@ -6,6 +6,8 @@ struct ProducerStats: Codable {
     var frames: UInt64
     var written: UInt64
     var dropped: UInt64
+    /// Frames a host had taken when the broadcast finished (the ring's
+    /// count, read before the finish: the host may take the last frame after it).
     var takenByHost: UInt64
     var throttled: UInt64
     var maxSampleMicros: Double

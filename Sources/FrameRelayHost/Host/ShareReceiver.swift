@@ -97,14 +97,15 @@ public final class ShareReceiver: @unchecked Sendable {
                 if options.verifyChecksums, frame.metadata.checksum != 0 { stats.checksumsVerified += 1 }
                 noteGeometry(frame.metadata)
                 if stats.firstCaptured == 0 { stats.firstCaptured = frame.timing.captured }
-                if !isStale(frame.timing) { frameRate.took(captured: frame.timing.captured, taken: frame.timing.taken) }
+                // A frame captured well before this host attached (the last of a producer that is gone) is
+                // streamed, but its age is the ring's, not the pipeline's: it stays out of the latency figures and the frame rate.
+                let stale = isStale(frame.timing)
+                if !stale { frameRate.took(captured: frame.timing.captured, taken: frame.timing.taken) }
                 if awaitingFirstFrame {
                     awaitingFirstFrame = false
                     record("first-frame", "frame \(frame.metadata.frameNumber)")
                 }
-                // A frame captured well before this host attached (the last of a producer that is gone) is
-                // streamed, but its age is the ring's, not the pipeline's: it stays out of the latency figures.
-                if isStale(frame.timing), !options.quiet {
+                if stale, !options.quiet {
                     log("\(appGroup): frame \(frame.metadata.frameNumber) was captured \(fixed(Double(attachedAt &- frame.timing.captured) / 1e9, 1)) s before this host attached: stale, left out of the latency figures")
                 }
                 do {

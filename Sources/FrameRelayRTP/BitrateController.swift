@@ -9,8 +9,11 @@
 /// - Over 10 %, it falls to (1 − loss / 2) of itself, at most once in ``decreaseInterval``.
 ///
 /// With several receivers, the one that loses most moves the rate: its own
-/// report cuts, and its last report holds the rate until it reports clean;
-/// the lowest REMB caps it. One slow receiver slows its stream, never another share's.
+/// report cuts, and its last report holds the rate until it reports clean
+/// or ``reportLifetime`` passes (a receiver that left holds nothing); the
+/// lowest REMB caps it. With no report for ``reportLifetime`` (every
+/// receiver gone quiet), the rate grows as clean reports would grow it
+/// (``tick(now:)``). One slow receiver slows its stream, never another share's.
 ///
 /// A value: reports go in with their time, the target comes out; no socket or clock.
 package struct BitrateController: Sendable {
@@ -20,16 +23,20 @@ package struct BitrateController: Sendable {
     package var lossBased: Int { Int(rate.rounded()) }
     /// The loss-based rate unrounded: reports close together each add a fraction of a bit.
     private var rate: Double
-    /// Each receiver's last fraction lost, and its last REMB (bits/s) with when it came.
-    private var losses: [Double]
+    /// Each receiver's last fraction lost, and its last REMB (bits/s), with when each came.
+    private var losses: [(fraction: Double, at: UInt64)?]
     private var estimates: [(bitsPerSecond: Int, at: UInt64)?]
     private var lastReport: UInt64?
+    /// The time the rate's growth has been counted to.
+    private var grownTo: UInt64?
     private var lastDecrease: UInt64?
 
     /// A decrease waits this long after the last: the reports after a cut still count loss from before it.
     package static let decreaseInterval: UInt64 = 300_000_000
     /// A REMB older than this no longer caps the rate (its receiver went quiet).
     package static let estimateLifetime: UInt64 = 5_000_000_000
+    /// A report older than this no longer holds the rate (its receiver left, or its reports no longer come).
+    package static let reportLifetime: UInt64 = 5_000_000_000
 
     /// Starts at `ceiling` (the encoder's bitrate), bits/s, for `receivers` receivers.
     package init(floor: Int, ceiling: Int, receivers: Int = 1) {
@@ -37,7 +44,7 @@ package struct BitrateController: Sendable {
         self.floor = floor
         self.ceiling = ceiling
         rate = Double(ceiling)
-        losses = Array(repeating: 0, count: receivers)
+        losses = Array(repeating: nil, count: receivers)
         estimates = Array(repeating: nil, count: receivers)
     }
 
@@ -53,24 +60,42 @@ package struct BitrateController: Sendable {
 
     /// Receiver `receiver`'s report block about the stream: `fractionLost`
     /// (0...1) since its report before. A receiver's own report over 10 % cuts;
-    /// the rate grows only while every receiver's last report is under 2 %.
+    /// the rate grows only while every receiver's last report within
+    /// ``reportLifetime`` is under 2 %.
     package mutating func report(fractionLost: Double, from receiver: Int = 0, now: UInt64) {
         guard losses.indices.contains(receiver) else { return }
-        losses[receiver] = fractionLost
-        defer { lastReport = now }
+        losses[receiver] = (fractionLost, now)
+        defer { (lastReport, grownTo) = (now, now) }
         // Growth starts from what a receiver's fresh REMB says it takes, not from a rate far above it that it never carried.
         if let estimate = estimate(now: now), lossBased > 2 * estimate { rate = Double(max(floor, min(ceiling, 2 * estimate))) }
-        if losses.max()! < 0.02 {
-            // 8 % a second (at least 1 kbit/s a second), for the time since the last report: a long silence earns no
-            // more than a second, and reports in quick succession no more than their time.
-            guard let last = lastReport else { return }
-            let seconds = min(1, Double(now &- last) / 1e9)
-            rate = min(Double(ceiling), max(rate + 1_000 * seconds, rate * pow108(seconds)))
+        let worst = losses.compactMap { $0 }.filter { now &- $0.at < Self.reportLifetime }.map(\.fraction).max() ?? 0
+        if worst < 0.02 {
+            // For the time since the last report: a long silence earns no more than a second, and reports in quick succession no more than their time.
+            guard let last = grownTo else { return }
+            grow(seconds: Double(now &- last) / 1e9)
         } else if fractionLost > 0.1 {
             if let last = lastDecrease, now &- last < Self.decreaseInterval { return }
             lastDecrease = now
             rate = max(Double(floor), (rate * (1 - fractionLost / 2)).rounded(.down))
         }
+    }
+
+    /// At `now`: once no receiver has reported for ``reportLifetime``, the
+    /// rate grows as clean reports would, from the time the last went stale
+    /// (a receiver that reported loss and left, or whose reports stopped,
+    /// does not hold its stream at the floor for good). Call it as time passes.
+    package mutating func tick(now: UInt64) {
+        guard let last = lastReport, now &- last >= Self.reportLifetime, let grown = grownTo else { return }
+        let from = max(grown, last &+ Self.reportLifetime)
+        guard now > from else { return }
+        grow(seconds: Double(now - from) / 1e9)
+        grownTo = now
+    }
+
+    /// 8 % a second (at least 1 kbit/s a second), for at most a second.
+    private mutating func grow(seconds: Double) {
+        let seconds = min(1, seconds)
+        rate = min(Double(ceiling), max(rate + 1_000 * seconds, rate * pow108(seconds)))
     }
 
     /// Receiver `receiver`'s REMB about the stream: its estimate, bits/s.

@@ -15,8 +15,9 @@ package enum RTCP {
         package var pictureLoss = false
         package var fullIntraRequest = false
         package var firSequence: UInt8?
-        /// Sequence numbers a receiver asks to have resent.
+        /// Sequence numbers a receiver asks to have resent (at most ``maxNacked``: what a sender keeps).
         package var nacked: [UInt16] = []
+        package static let maxNacked = RetransmissionHistory.capacity
         package var receiverReports = 0
         /// Fraction lost (0–255) from the last report block about us.
         package var fractionLost: UInt8?
@@ -209,11 +210,14 @@ package enum RTCP {
                     }
                 }
             case transportFeedback where count == 1 && length >= 16 && u32(offset + 8) == ssrc:
+                // At most the sender's history: a flood of NACKs naming thousands of packets each costs no more than that.
                 var at = offset + 12
-                while at + 4 <= offset + length {
+                while at + 4 <= offset + length, feedback.nacked.count < Feedback.maxNacked {
                     let first = u16(at), mask = u16(at + 2)
                     feedback.nacked.append(first)
-                    for bit in 0..<16 where mask & (1 << bit) != 0 { feedback.nacked.append(first &+ UInt16(bit + 1)) }
+                    for bit in 0..<16 where mask & (1 << bit) != 0 && feedback.nacked.count < Feedback.maxNacked {
+                        feedback.nacked.append(first &+ UInt16(bit + 1))
+                    }
                     at += 4
                 }
             default:

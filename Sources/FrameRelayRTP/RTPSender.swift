@@ -16,11 +16,13 @@ import FrameRelaySystem
 /// link's queue. A queue that would take longer than
 /// ``Configuration/maxQueueTime`` to drain at that rate is sent faster,
 /// to drain in that time. Resends answer NACKs from the last 1,024 packets
-/// (``RetransmissionHistory``) ahead of the queue, and count in the
-/// bucket; as in libwebrtc, they may take at most the target bitrate over
-/// a second, and the encoder is given the target less what they took
+/// (``RetransmissionHistory``) ahead of the queue, go only to the
+/// destinations that asked (a NACK from no destination's host is no one's),
+/// and count in the bucket; as in libwebrtc, they may take at most the
+/// target bitrate over a second to each destination, and the encoder is
+/// given the target less what the most repaired destination took
 /// (``encoderBitrate(now:)``), so that the stream with its repairs stays
-/// within what the receivers carry.
+/// within what each receiver carries.
 package struct RTPSender: ~Copyable {
     package struct Configuration: Sendable {
         package var ssrc: UInt32
@@ -62,6 +64,8 @@ package struct RTPSender: ~Copyable {
     package enum Route: Equatable {
         /// RTP, to every destination's media port.
         case media
+        /// RTP sent again, to these destinations' media ports (those that asked).
+        case repair([Int])
         /// RTCP (a Sender Report), to every destination's RTCP port.
         case control
     }
@@ -102,11 +106,11 @@ package struct RTPSender: ~Copyable {
     /// a frame whose ``send(_:keyframe:layer:captureTime:now:)`` returned `through` has left once `released` reaches it.
     package private(set) var released: UInt64 = 0
     private var enqueued: UInt64 = 0
-    /// NACKed sequence numbers to send again at the next poll.
-    private var resends: [UInt16] = []
+    /// NACKed sequence numbers to send again at the next poll, each with the destinations that asked.
+    private var resends: [(sequence: UInt16, to: [Int])] = []
     private var feedback = RTCP.Feedback()
-    /// Bytes resent in each 100 ms of the last second (the slot of `now / 100 ms` modulo 10), and the slot last written.
-    private var resentBytes = [Int](repeating: 0, count: 10)
+    /// Bytes resent to each destination in each 100 ms of the last second (the slot of `now / 100 ms` modulo 10), and the slot last written.
+    private var resentBytes: [[Int]]
     private var resentSlot: UInt64 = 0
     /// The target from the receivers' reports, when the stream adapts.
     package private(set) var controller: BitrateController?
@@ -139,6 +143,7 @@ package struct RTPSender: ~Copyable {
         stats.ssrc = configuration.ssrc
         asks = Array(repeating: false, count: configuration.destinations)
         promised = Array(repeating: 0, count: configuration.destinations)
+        resentBytes = Array(repeating: Array(repeating: 0, count: 10), count: configuration.destinations)
         resends.reserveCapacity(256)
         feedback.nacked.reserveCapacity(256)
     }
@@ -224,22 +229,26 @@ package struct RTPSender: ~Copyable {
     /// Bytes queued and not yet sent.
     package var waitingBytes: Int { queuedBytes }
 
-    /// Bytes resent within the last second (ten slots of 100 ms, the current one included).
-    private mutating func resentInLastSecond(now: UInt64) -> Int {
+    /// Brings the slots of resent bytes to `now`: those that passed since
+    /// the last one written are emptied, all ten after a long pause.
+    private mutating func advanceResentSlots(now: UInt64) {
         let slot = now / 100_000_000
-        if slot > resentSlot {
-            // Empty the slots that passed since the last one written, all ten after a long pause.
-            for passed in (resentSlot + 1)...max(resentSlot + 1, min(slot, resentSlot + 10)) { resentBytes[Int(passed % 10)] = 0 }
-            resentSlot = slot
+        guard slot > resentSlot else { return }
+        for passed in (resentSlot + 1)...max(resentSlot + 1, min(slot, resentSlot + 10)) {
+            for destination in resentBytes.indices { resentBytes[destination][Int(passed % 10)] = 0 }
         }
-        return resentBytes.reduce(0, +)
+        resentSlot = slot
     }
 
+    /// Bytes resent to `destination` within the last second (ten slots of 100 ms, the current one included).
+    private func resentInLastSecond(to destination: Int) -> Int { resentBytes[destination].reduce(0, +) }
+
     /// What the encoder may take, bits/s: the target less the resends of
-    /// the last second (libwebrtc's protection overhead), at least the floor
-    /// when the stream adapts.
+    /// the last second to the destination that took most (libwebrtc's
+    /// protection overhead), at least the floor when the stream adapts.
     package mutating func encoderBitrate(now: UInt64) -> Int {
-        let left = configuration.targetBitrate - resentInLastSecond(now: now) * 8
+        advanceResentSlots(now: now)
+        let left = configuration.targetBitrate - resentBytes.indices.map { resentInLastSecond(to: $0) }.max()! * 8
         return max(min(configuration.floorBitrate, configuration.targetBitrate), left)
     }
 
@@ -248,15 +257,24 @@ package struct RTPSender: ~Copyable {
     /// Report when one is; returns when the next is due (nil: nothing waits).
     package mutating func poll(now: UInt64, _ transmit: (UnsafeRawBufferPointer, Route) -> Void) -> UInt64? {
         refill(now: now)
+        // Time moves the target too: a REMB or a report goes stale (``BitrateController/tick(now:)``).
+        if controller != nil {
+            controller!.tick(now: now)
+            followController(now: now)
+        }
         if !resends.isEmpty {
-            var allowed = configuration.targetBitrate / 8 - resentInLastSecond(now: now)
-            for sequence in resends where allowed > 0 {
-                guard let packet = history.resend(sequence, now: now) else { continue }
-                transmit(packet, .media)
+            advanceResentSlots(now: now)
+            // A packet asked for by several destinations in this poll goes once to each, counted as resent once in the history.
+            var resentNow: [UInt16: (packet: UnsafeRawBufferPointer, to: [Int])] = [:]
+            for (sequence, asking) in resends {
+                let earlier = resentNow[sequence]
+                let to = asking.filter { resentInLastSecond(to: $0) < configuration.targetBitrate / 8 && earlier?.to.contains($0) != true }
+                guard !to.isEmpty, let packet = earlier?.packet ?? history.resend(sequence, now: now) else { continue }
+                resentNow[sequence] = (packet, (earlier?.to ?? []) + to)
+                transmit(packet, .repair(to))
                 stats.retransmitted += 1
                 budget -= Int64(packet.count) * 1_000_000_000
-                resentBytes[Int(resentSlot % 10)] += packet.count
-                allowed -= packet.count
+                for destination in to { resentBytes[destination][Int(resentSlot % 10)] += packet.count }
             }
             resends.removeAll(keepingCapacity: true)
         }
@@ -284,6 +302,14 @@ package struct RTPSender: ~Copyable {
             stats.senderReports += 1
         }
         return [nextPacketDue, nextSenderReport].compactMap { $0 }.min()
+    }
+
+    /// Sets the target to the controller's at `now`.
+    private mutating func followController(now: UInt64) {
+        guard let controller else { return }
+        let target = controller.target(now: now)
+        if target != configuration.targetBitrate { setTargetBitrate(target) }
+        stats.targetBitrate = target
     }
 
     /// Takes one RTCP datagram that came at `now`, from the host of the
@@ -317,9 +343,7 @@ package struct RTPSender: ~Copyable {
             if let estimate = feedback.estimatedBitrate { controller.remb(estimate, from: receiver, now: now) }
             if let lost = feedback.fractionLost { controller.report(fractionLost: Double(lost) / 256, from: receiver, now: now) }
             self.controller = controller
-            let target = controller.target(now: now)
-            if target != configuration.targetBitrate { setTargetBitrate(target) }
-            stats.targetBitrate = target
+            followController(now: now)
         }
         stats.receiverReports += UInt64(feedback.receiverReports)
         // An ask speaks for the destination whose RTCP port it comes from, when one's does (Janus's:
@@ -332,8 +356,11 @@ package struct RTPSender: ~Copyable {
         if feedback.asksForRepair {
             for index in fromRTCPPortOf where promised.indices.contains(index) { promised[index] = now }
         }
+        // Resends go to the destinations that asked, as an ask does (none from a stranger).
+        let asking = fromRTCPPortOf.isEmpty ? fromHostOf : fromRTCPPortOf
+        guard !asking.isEmpty else { return asked }
         stats.nacked += UInt64(feedback.nacked.count)
-        resends.append(contentsOf: feedback.nacked.prefix(max(0, 1024 - resends.count)))
+        for sequence in feedback.nacked.prefix(max(0, RetransmissionHistory.capacity - resends.count)) { resends.append((sequence, asking)) }
         asked.resends = feedback.nacked.count
         return asked
     }

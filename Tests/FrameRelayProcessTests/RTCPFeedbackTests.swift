@@ -131,13 +131,14 @@ import Testing
 
     /// NACKs can come from anyone who knows the SSRC: asking for the same
     /// packets thousands of times gets each sent again once per 100 ms, never
-    /// a flood.
+    /// a flood, and only to the receiver that asked: another destination of
+    /// the stream gets each packet once.
     @Test func aNACKStormIsNotAmplified() throws {
         let group = uniqueGroup("nack")
-        let port = freePortPair()
-        let peer = TestRTPPeer(port: port)
+        let port = freePortPair(), other = port + 2
+        let peer = TestRTPPeer(port: port), bystander = TestRTPPeer(port: other)
         let hostStats = Paths.temporaryDirectory().appendingPathComponent("host.json").path
-        let h = host([group], ["--rtp", "127.0.0.1:\(port)", "--exit-when-finished", "--report", hostStats, "--quiet"])
+        let h = host([group], ["--rtp", "127.0.0.1:\(port)", "--rtp", "127.0.0.1:\(other)", "--exit-when-finished", "--report", hostStats, "--quiet"])
         let p = producer(group, ["--size", "320x240", "--fps", "30", "--duration", "3", "--quiet"])
         peer.pump(1.5)
         #expect(!peer.reports.isEmpty, "no Sender Report to answer")
@@ -149,6 +150,9 @@ import Testing
         let transport = try #require(try readShareStats(hostStats).first?.transport)
         #expect(transport.nacked >= 371 * 17, "the storm was not read: \(transport.nacked) requests")
         #expect(transport.retransmitted <= 3 * 17, "\(transport.retransmitted) packets sent again for \(transport.nacked) requests")
+        #expect(transport.retransmitted >= 17, "the storm's packets were not sent again: \(transport.retransmitted)")
+        bystander.pump(0.2)
+        #expect(bystander.packetCount == Int(transport.packets), "\(bystander.packetCount) packets at the destination that asked nothing, of \(transport.packets) sent")
     }
 
     @Test func packetLossIsRecoveredByNACKAndKeyframes() throws {

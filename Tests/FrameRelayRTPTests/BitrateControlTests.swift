@@ -1,3 +1,4 @@
+import Foundation
 import FrameRelayRTP
 import Testing
 
@@ -33,9 +34,39 @@ import Testing
         controller.remb(900_000, from: 1, now: Self.second)
         #expect(controller.target(now: Self.second) == 900_000)
         #expect(controller.target(now: 7 * Self.second) == 1_700_000, "a REMB 6 s old no longer caps")
+        controller.report(fractionLost: 0.05, from: 1, now: 7 * Self.second)  // 5 %: it holds (and its report is fresh)
         controller.remb(300_000, from: 0, now: 8 * Self.second)
         controller.report(fractionLost: 0, from: 0, now: 8 * Self.second)
         #expect(controller.lossBased == 600_000, "growth starts from twice what the receiver takes, once it reports")
+    }
+
+    /// A receiver's report holds the rate for ``BitrateController/reportLifetime``
+    /// and no longer: one that reported loss and left no longer holds its
+    /// stream down against another's clean reports, and with no receiver
+    /// reporting at all the rate grows as clean reports would grow it, from
+    /// the time the last report went stale (an attacker's burst of lossy
+    /// reports held a stream at the floor for good).
+    @Test func aReportHoldsTheRateForFiveSecondsAndSilenceLetsItGrow() {
+        var two = BitrateController(floor: 150_000, ceiling: 2_000_000, receivers: 2)
+        two.report(fractionLost: 0.3, from: 1, now: 0)
+        #expect(two.lossBased == 1_700_000)
+        two.report(fractionLost: 0, from: 0, now: 4 * Self.second)
+        #expect(two.lossBased == 1_700_000, "receiver 1's 30 % of 4 s ago still holds")
+        two.report(fractionLost: 0, from: 0, now: 5 * Self.second + 1)
+        #expect(two.lossBased == 1_836_000, "5 s on it no longer does: a second's 8 %")
+        var one = BitrateController(floor: 150_000, ceiling: 2_500_000)
+        for n in 0..<12 { one.report(fractionLost: 0.5, now: UInt64(n) * 350_000_000) }
+        #expect(one.target(now: 4 * Self.second) == 150_000)
+        one.tick(now: 8 * Self.second)
+        #expect(one.lossBased == 150_000, "under 5 s after the last report (3.85 s): nothing")
+        one.tick(now: 9_850_000_000)
+        #expect(one.lossBased == 162_000, "a second past its lifetime: 8 %")
+        for n in 1...300 { one.tick(now: 9_850_000_000 + UInt64(n) * 100_000_000) }
+        #expect(abs(one.lossBased - Int((162_000 * pow(1.08, 30.0)).rounded())) <= 2, "30 s more at 8 % a second: \(one.lossBased)")
+        #expect(one.target(now: 40 * Self.second) == one.lossBased)
+        let grown = one.lossBased
+        one.report(fractionLost: 0.5, now: 40 * Self.second)
+        #expect(one.lossBased == grown * 3 / 4, "a fresh lossy report cuts again: \(one.lossBased)")
     }
 
     /// A REMB alone (no report after it: a forged one, or a receiver gone

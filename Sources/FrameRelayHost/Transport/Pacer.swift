@@ -66,7 +66,16 @@ final class Pacer: @unchecked Sendable {
     private let wake: EventSignal
     /// What the thread waits on: the RTCP socket and `wake`.
     private let events: EventPoll
+    /// Room for ``feedbackBatch`` datagrams of RTCP, read outside the lock,
+    /// and what each was (its length and sender): the pacer's thread alone uses them.
     private let receiveBuffer: UnsafeMutableRawBufferPointer
+    private var received: [(count: Int, from: SocketAddress)] = []
+    /// The most datagrams of RTCP read at one wake: a flood of them is read
+    /// a batch at a time, the lock let go between batches, so the share's
+    /// thread still queues its frames (with the whole socket read under the
+    /// lock, a NACK flood held a share at 1–8 frames a second).
+    private static let feedbackBatch = 32
+    private static let datagramRoom = 1500
 
     init(streams: [Stream], rtp: consuming Socket, rtcp: consuming Socket, simulcastHosts: [SocketAddress]) throws(SystemError) {
         state = Locked(State(streams: streams))
@@ -77,7 +86,8 @@ final class Pacer: @unchecked Sendable {
         events = try EventPoll()
         try events.add(rtcpSocket.rawValue, tag: 0)
         try events.add(wake.descriptor.rawValue, tag: 1)
-        receiveBuffer = .allocate(byteCount: 1500, alignment: 16)
+        receiveBuffer = .allocate(byteCount: Self.datagramRoom * Self.feedbackBatch, alignment: 16)
+        received.reserveCapacity(Self.feedbackBatch)
         state.withLock { $0.waiting.reserveCapacity(256) }
     }
 
@@ -156,6 +166,7 @@ final class Pacer: @unchecked Sendable {
 
     private func run() {
         while true {
+            receiveFeedback()
             let now = MonotonicClock.now()
             let (next, done) = state.withLock { state -> (UInt64?, Bool) in
                 readFeedback(&state, now: now)
@@ -189,12 +200,13 @@ final class Pacer: @unchecked Sendable {
         stream.sender.poll(now: now) { datagram, route in
             switch route {
             case .media: transmit(datagram, to: stream.destinations, state: &state)
+            case .repair(let asking): for index in asking { transmit(datagram, to: stream.destinations[index...index], state: &state) }
             case .control: for destination in stream.rtcpDestinations { _ = try? rtcpSocket.send(datagram, to: destination) }
             }
         }
     }
 
-    private func transmit(_ packet: UnsafeRawBufferPointer, to destinations: [Destination], state: inout State) {
+    private func transmit(_ packet: UnsafeRawBufferPointer, to destinations: some Collection<Destination>, state: inout State) {
         for destination in destinations {
             do {
                 // A full socket buffer (nil) drops the packet, as a full network queue would.
@@ -209,7 +221,18 @@ final class Pacer: @unchecked Sendable {
         }
     }
 
-    /// Reads pending RTCP into each stream's sender (NACKs queue resends),
+    /// Reads up to ``feedbackBatch`` datagrams of RTCP waiting on the socket into `received`, without the lock.
+    private func receiveFeedback() {
+        received.removeAll(keepingCapacity: true)
+        var from = SocketAddress()
+        while received.count < Self.feedbackBatch {
+            let room = UnsafeMutableRawBufferPointer(rebasing: receiveBuffer[received.count * Self.datagramRoom ..< (received.count + 1) * Self.datagramRoom])
+            guard let count = try? rtcpSocket.receive(into: room, from: &from), count > 0 else { return }
+            received.append((count, from))
+        }
+    }
+
+    /// Reads the RTCP just received into each stream's sender (NACKs queue resends),
     /// noting the streams a receiver asked a keyframe on. A PLI or FIR names
     /// its stream by its media SSRC, and only that stream makes a keyframe,
     /// with one exception: Janus (1.1.2) names substream 0's SSRC in every
@@ -224,9 +247,8 @@ final class Pacer: @unchecked Sendable {
     /// kept on the top, whose SSRC Janus never names, every layer was keyed
     /// every 3 s). From any other port on Janus's host it marks nothing.
     private func readFeedback(_ state: inout State, now: UInt64) {
-        var from = SocketAddress()
-        while let count = try? rtcpSocket.receive(into: receiveBuffer, from: &from), count > 0 {
-            let datagram = UnsafeRawBufferPointer(rebasing: receiveBuffer[..<count])
+        for (index, (count, from)) in received.enumerated() {
+            let datagram = UnsafeRawBufferPointer(start: receiveBuffer.baseAddress! + index * Self.datagramRoom, count: count)
             var everyStream = false
             if simulcastHosts.contains(where: { $0.sameHost(as: from) }) {
                 state.janusFeedback.reset()

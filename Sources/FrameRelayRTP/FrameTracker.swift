@@ -227,8 +227,9 @@ package struct FrameTracker {
             if switched {
                 lastBase = frame.baseLayerIndex
             } else if let index = frame.baseLayerIndex, frame.temporalLayer?.id == 0 || frame.keyframe {
-                // Base-layer frames between the last one taken and this one never will be (frames above it are no loss).
-                if let base = lastBase, !frame.keyframe || (index &- base) < 128 { counts.framesSkipped += UInt64((index &- base &- 1) & 0x7F) }
+                // Base-layer frames between the last one taken and this one never will be (frames above it are no loss);
+                // a keyframe that repeats the last index, or goes back, skipped none.
+                if let base = lastBase, case let step = index &- base, step >= 1, step < 128 { counts.framesSkipped += UInt64(step - 1) }
                 lastBase = index
             } else if frame.temporalLayer == nil, let last = lastPicture {
                 // Frames between the last one taken and this one never will be.

@@ -104,6 +104,9 @@ import Testing
         #expect(events == [.keyframeWait] && tracker.counts.keyframeWaits == 1)
         events = layered(&tracker, [(16, 28, 0, 3, true), (17, 29, 1, 3, false)])
         #expect(decodable(events) == [28, 29] && tracker.counts.framesSkipped == 2)  // the base frames 1 and 2
+        // A keyframe that repeats the last base frame's index, or goes back, skipped nothing (the lost count read 127 for it).
+        events = layered(&tracker, [(18, 30, 0, 3, true), (19, 31, 0, 4, false), (20, 32, 0, 1, true)])
+        #expect(decodable(events) == [30, 31, 32] && tracker.counts.framesSkipped == 2, "\(tracker.counts.framesSkipped)")
     }
 
     /// Janus switching a viewer to another simulcast layer cuts short the

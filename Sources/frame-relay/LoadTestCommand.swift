@@ -56,7 +56,7 @@ struct LoadTest: ParsableCommand {
     @Option("viewers", "M", in: 1...10_000, help: "With --janus, WebRTC viewers on each share, or the bound of --ramp-viewers.") var viewers = 1
     @Flag("ramp-viewers", help: "Find the largest number of viewers per share that holds the objective at --sessions shares (1, 2, 4, … then bisect).") var rampViewers
     @Option("viewer-kind", "KIND", help: "native (frame-relay subscribe: frames counted without decoding, one viewer in --decode-every decoding) or aiortc (a Python process per viewer, decoding every frame).") var viewerKind = ViewerKind.native
-    @Option("viewer-link", "SPEC", help: "The viewers' link, loss=2%,delay=40ms,jitter=10ms,rate=3mbit (any part, and queue=300ms: the rate limit's queue; PART@20s changes a part from that time on, as in rate=5mbit,rate=1mbit@20s; repeatable: each share's viewers dealt across the links).",
+    @Option("viewer-link", "SPEC", help: "The viewers' link, loss=2%,delay=40ms,jitter=10ms,rate=3mbit (any part, and queue=300ms: the rate limit's queue; PART@20s changes a part from that time on (counted from the viewer's first packet), as in rate=5mbit,rate=1mbit@20s; repeatable: each share's viewers dealt across the links).",
             default: "perfect", transform: { try LinkConditions(parsing: $0) }) var viewerLinks: [LinkConditions] = [LinkConditions()]
     @Option("decode-every", "K", in: 0...10_000, help: "One native viewer in K (the first of each link group among them) decodes and checks the pictures (0: none, as for subscribe).") var decodeEvery = 50
     @Option("max-viewer-loss-percent", "PCT", in: 0...100, help: "Objective: every viewer group loses less than this, after NACK.") var maxViewerLossPercent = 1.0
@@ -90,6 +90,12 @@ struct LoadTest: ParsableCommand {
                 try simulcast.check(width: size.width, height: size.height, top: bitrate)
             } catch {
                 throw UsageError("--layers \(layers): \(error)")
+            }
+        }
+        // A change the step ends before would be a group that never meets its link.
+        for link in viewerLinks {
+            if let late = link.changes.last, Double(late.at) / 1e9 >= duration {
+                throw UsageError("--viewer-link \(link): its change at \(fixed(Double(late.at) / 1e9, 1)) s comes after the \(fixed(duration, 1)) s step (times count from the viewer's first packet)")
             }
         }
         if viewerKind == .native, viewers < viewerLinks.count, !rampViewers {

@@ -319,6 +319,9 @@ import FrameRelayJanus
         ("loss=5%,loss=0%@10s", "loss=5%,loss=0%@10s"),
         ("delay=40ms,delay=0ms@10s", "delay=40ms,delay=0ms@10s"),
         ("rate=1mbit,queue=300ms,queue=50ms@2s", "rate=1mbit,queue=300ms,queue=50ms@2s"),
+        // Times to the nearest nanosecond: 1.001 s and 1001 ms are one time.
+        ("rate=1mbit@1.001s,loss=1%@1001ms", "loss=1%@1.001s,rate=1mbit@1.001s,queue=50ms@1.001s"),
+        ("queue=300ms,rate=1mbit@10s", "rate=1mbit@10s,queue=300ms@10s"),
     ])
     func linksReadAndSayThemselves(_ text: String, _ canonical: String) throws {
         let link = try LinkConditions(parsing: text)
@@ -331,6 +334,9 @@ import FrameRelayJanus
         ("delay=5ms,jitter=10ms", "jitter is larger than delay"), ("loss", "not NAME=VALUE"),
         ("rate=1mbit@soon", "the time after @ is not a duration"), ("rate=1mbit,,queue=300ms", "an empty part"), (",", "an empty part"),
         ("rate=1mbit,rate=2mbit", "rate is given twice"), ("loss=1%@5s,loss=2%@5s", "loss is given twice for the same time"), ("delay=20ms,jitter=30ms@10s", "jitter is larger than delay"),
+        ("rate=1mbit@1.001s,rate=2mbit@1001ms", "rate is given twice for the same time"),
+        ("queue=300ms@10s", "queue applies only with a rate"), ("rate=0x10mbit", "not a rate"), ("rate=1mbit@0x1p4s", "not a duration"),
+        ("loss=1e1%", "not a percentage"), ("delay=-5ms", "not a duration"), ("loss=nan%", "not a percentage"),
     ])
     func aBadLinkSaysWhichPartIsWrong(_ text: String, _ reason: String) {
         do {

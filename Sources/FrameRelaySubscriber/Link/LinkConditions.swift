@@ -56,6 +56,10 @@ public struct LinkConditions: Sendable, Equatable, Codable, CustomStringConverti
                 throw LinkConditionsError(text: text, reason: "\(name) is given twice\(entry.at == 0 ? "" : " for the same time")")
             }
         }
+        // A queue is where packets wait for the rate: with no rate at any time, it would do nothing, silently.
+        if named.contains(where: { $0.hasPrefix("queue@") }), !named.contains(where: { $0.hasPrefix("rate@") }) {
+            throw LinkConditionsError(text: text, reason: "queue applies only with a rate (rate=1mbit,queue=300ms)")
+        }
         let times = Set(timed.map(\.at)).sorted()
         for time in times {
             var conditions = time == 0 ? LinkConditions() : at(time)
@@ -77,7 +81,7 @@ public struct LinkConditions: Sendable, Equatable, Codable, CustomStringConverti
         let name = pair[0], value = String(pair[1])
         switch name {
         case "loss":
-            guard value.hasSuffix("%"), let percent = Double(value.dropLast()), (0...100).contains(percent) else {
+            guard value.hasSuffix("%"), let percent = Self.decimal(value.dropLast()), (0...100).contains(percent) else {
                 throw LinkConditionsError(text: text, reason: "loss \"\(value)\" is not a percentage such as 2%")
             }
             loss = percent / 100
@@ -96,11 +100,11 @@ public struct LinkConditions: Sendable, Equatable, Codable, CustomStringConverti
         }
     }
 
-    /// "40ms", "1.5s", "500us" → ns, at most `limit` ns.
+    /// "40ms", "1.5s", "500us" → ns (to the nearest: 1.001s is 1001ms), at most `limit` ns.
     private static func duration(_ text: String, limit: Double = 60 * 1e9) -> UInt64? {
         for (unit, scale) in [("ms", 1e6), ("us", 1e3), ("s", 1e9)] where text.hasSuffix(unit) {
-            guard let value = Double(text.dropLast(unit.count)), value >= 0, value <= limit / scale else { return nil }
-            return UInt64(value * scale)
+            guard let value = decimal(text.dropLast(unit.count)), value <= limit / scale else { return nil }
+            return UInt64((value * scale).rounded())
         }
         return nil
     }
@@ -108,10 +112,18 @@ public struct LinkConditions: Sendable, Equatable, Codable, CustomStringConverti
     /// "3mbit", "500kbit", "1gbit", "64000bit" → bits/s.
     private static func rate(_ text: String) -> UInt64? {
         for (unit, scale) in [("gbit", 1e9), ("mbit", 1e6), ("kbit", 1e3), ("bit", 1.0)] where text.lowercased().hasSuffix(unit) {
-            guard let value = Double(text.dropLast(unit.count)), value > 0, value * scale <= 1e11 else { return nil }
-            return UInt64(value * scale)
+            guard let value = decimal(text.dropLast(unit.count)), value > 0, value * scale <= 1e11 else { return nil }
+            return UInt64((value * scale).rounded())
         }
         return nil
+    }
+
+    /// A plain decimal number ("20", "1.5", ".5"): digits with at most one point, none of what
+    /// `Double(_:)` also reads (0x10, 1e3, inf, nan, a sign).
+    private static func decimal(_ text: Substring) -> Double? {
+        let digit: (Character) -> Bool = { ("0"..."9").contains($0) }
+        guard text.contains(where: digit), text.allSatisfy({ digit($0) || $0 == "." }), text.filter({ $0 == "." }).count <= 1 else { return nil }
+        return Double(text)
     }
 
     /// The canonical text (what the reports show): a change names what it changes, with its time.

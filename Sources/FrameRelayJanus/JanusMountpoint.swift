@@ -33,14 +33,21 @@ public struct JanusMountpoint: Sendable, Codable, Equatable {
     }
 
     /// What a mountpoint's description names: the App Group, the layer
-    /// count (one when it names none) and their bitrates (nil when not said, or not one per layer).
+    /// count (one when it names none) and their bitrates (nil when not said,
+    /// or not one per layer, each 1–100,000 and rising). The grammar is
+    /// strict, `NAME layers=[1-3]( kbps=A(,B)*)?` to the end, and the viewer
+    /// page reads it with the same expression (`viewer.html`): anything else
+    /// is one layer, so that browsers and native viewers of one mountpoint
+    /// read it alike.
     public static func layers(inDescription description: String) -> (name: String, layers: Int, bitrates: [Int]?) {
-        guard let mark = description.ranges(of: " layers=").last else { return (description, 1, nil) }
-        let words = description[mark.upperBound...].split(separator: " ")
-        guard let first = words.first, let layers = Int(first), (1...3).contains(layers) else { return (description, 1, nil) }
-        let bitrates = words.dropFirst().first { $0.hasPrefix("kbps=") }
-            .map { $0.dropFirst(5).split(separator: ",").compactMap { Int($0) }.filter { (1...100_000).contains($0) } }
-        return (String(description[..<mark.lowerBound]), layers, bitrates?.count == layers ? bitrates : nil)
+        guard let match = description.wholeMatch(of: /(.*) layers=([1-3])(?: kbps=([0-9]+(?:,[0-9]+)*))?/), let layers = Int(match.2) else {
+            return (description, 1, nil)
+        }
+        let rates = match.3.map { $0.split(separator: ",").map { Int($0) ?? 0 } }
+        let bitrates = rates.flatMap { rates in
+            rates.count == layers && rates.allSatisfy({ (1...100_000).contains($0) }) && zip(rates, rates.dropFirst()).allSatisfy({ $0 < $1 }) ? rates : nil
+        }
+        return (String(match.1), layers, bitrates)
     }
 }
 

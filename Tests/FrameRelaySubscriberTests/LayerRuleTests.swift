@@ -1,6 +1,7 @@
 import Foundation
 @testable import FrameRelayHost
 @testable import FrameRelaySubscriber
+import FrameRelayJanus
 import FrameRelayRTP
 import FrameRelayTestSupport
 import Testing
@@ -253,5 +254,33 @@ import Testing
         }
         // The generated sequences are rough enough that a rule that never steps would not pass.
         #expect(steps >= 40, "\(steps) steps in all")
+    }
+
+    /// The page and the subscriber read a mountpoint's description alike
+    /// (a browser and a native viewer of one mountpoint pick from the same
+    /// ladder): what the host writes, and what they must not half-read.
+    @Test func thePageAndTheSubscriberReadADescriptionAlike() throws {
+        let cases: [(String, Int, [Int]?)] = [
+            (JanusMountpoint.description(name: "g", bitrates: [625, 2500]), 2, [625, 2500]), ("g layers=3 kbps=150,625,2500", 3, [150, 625, 2500]),
+            ("g layers=2", 2, nil), ("g", 1, nil), ("g layers=+2 kbps=500,2500", 1, nil), ("g layers=02", 1, nil), ("g layers=2 kbps=500,x,2500", 1, nil),
+            ("g layers=2 kbps=500,2500 ", 1, nil), ("g layers=2 note kbps=500,2500", 1, nil), ("g layers=3 kbps=500,0,2500", 3, nil),
+            ("g layers=2 kbps=2500,500", 2, nil), ("g layers=2 kbps=500,2500,900", 2, nil), ("g layers=2 kbps=500,200000", 2, nil), ("g layers=4", 1, nil),
+            ("a layers=1 b layers=2 kbps=1,2", 2, [1, 2]), ("g\nlayers=2", 1, nil), ("", 1, nil),
+        ]
+        let input = Paths.temporaryDirectory().appendingPathComponent("layer-descriptions.json")
+        try JSONEncoder().encode(cases.map(\.0)).write(to: input)
+        let script = ViewerPage.layerRule + """
+            const descriptions = JSON.parse(require('fs').readFileSync(process.argv[1], 'utf8'));
+            console.log(JSON.stringify(descriptions.map(d => { const r = layersInDescription(d); return [r.layers, r.bitrates || []]; })));
+            """
+        let node = run("/usr/bin/node", ["-e", script, input.path], timeout: 30)
+        #expect(node.status == 0, "\(node.stderr)")
+        let page = try #require(try JSONSerialization.jsonObject(with: Data(node.stdout.utf8)) as? [[Any]], "\(node.stdout) \(node.stderr)")
+        try #require(page.count == cases.count)
+        for ((description, layers, bitrates), read) in zip(cases, page) {
+            let swift = JanusMountpoint.layers(inDescription: description)
+            #expect(swift.layers == layers && swift.bitrates == bitrates, "\(description.debugDescription): Swift \(swift)")
+            #expect(read[0] as? Int == layers && read[1] as? [Int] == (bitrates ?? []), "\(description.debugDescription): the page \(read)")
+        }
     }
 }

@@ -95,3 +95,14 @@ class LayerRule {
 LayerRule.evaluateEvery = 500; LayerRule.lossLimit = 0.02; LayerRule.delayLimit = 150; LayerRule.floorSeconds = 10;
 LayerRule.silenceLimit = 2000; LayerRule.switchGap = 2000; LayerRule.firstHold = 5000; LayerRule.longestHold = 40000; LayerRule.recentUp = 10000;
 LayerRule.capacityFrames = 60; LayerRule.capacityMinimum = 30; LayerRule.sizeSpread = 300; LayerRule.headroom = 1.2; LayerRule.baseShare = 0.6;
+
+// What a mountpoint's description names, as the subscriber reads it (JanusMountpoint.layers(inDescription:)),
+// with the same expression: "NAME layers=N kbps=A,B"; anything else is one layer. The bitrates, one for each
+// layer, each 1 to 100,000 kbit/s and rising, or null.
+function layersInDescription(description) {
+  const described = description.match(/^(.*) layers=([1-3])(?: kbps=([0-9]+(?:,[0-9]+)*))?$/);
+  const layers = described ? Number(described[2]) : 1;
+  const rates = described && described[3] ? described[3].split(',').map(Number) : [];
+  const bitrates = rates.length === layers && rates.every((r, i) => r >= 1 && r <= 100000 && (i === 0 || r > rates[i - 1])) ? rates : null;
+  return { layers, bitrates };
+}

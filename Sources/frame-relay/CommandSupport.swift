@@ -7,8 +7,10 @@ import FrameRelayTools
 /// What the subcommands share: the log line, output checks, listen
 /// addresses, and finding the package's other executables.
 
+/// One line on stderr; a closed stderr (`frame-relay … 2>&1 | head -1`) loses it
+/// quietly (FileHandle's write trapped there: SIGILL).
 func log(_ message: String) {
-    FileHandle.standardError.write(Data("frame-relay: \(message)\n".utf8))
+    writeStandardError("frame-relay: \(message)\n")
 }
 
 /// Checks every output file the options name (see ``OutputFile/check(_:option:)``),

@@ -60,6 +60,40 @@ struct StatusLineTests {
         #expect(StatusLine.format(share.wholeRun.stats, kbps: nil, summary: true).hasPrefix("group.com.example.status  – fps  producer finished  "))
     }
 
+    /// With simulcast layers the line and the summary give what the share
+    /// sends, every layer's bytes (the top's alone read 2458 kbit/s for a
+    /// share sending 3.1 Mbit/s), and say how many layers; `/metrics` has
+    /// each layer's own counters beside the top's.
+    @Test func withLayersTheBitrateIsEveryLayersAndMetricsHaveEachLayer() {
+        var share = ShareStats(appGroup: "group.com.example.layers")
+        share.producerAttaches = 1
+        share.taken = 301
+        (share.framesTimed, share.secondsTimed) = (300, 10)
+        share.encoded = EncodeStats()
+        share.encoded?.bytes = 3_119_801
+        var small = LayerStats(), top = LayerStats()
+        (small.stream, small.bytes, small.frames, small.keyframes) = (0, 780_000, 150, 2)
+        (top.stream, top.bytes, top.frames, top.keyframes) = (1, 3_119_801, 300, 1)
+        share.encoded?.layers = [small, top]
+        let whole = share.wholeRun
+        #expect(whole.kbps.map { abs($0 - 3119.84) < 0.01 } == true, "\(String(describing: whole.kbps))")
+        #expect(StatusLine.format(whole.stats, kbps: whole.kbps, summary: true).contains("  3120 kbit/s (2 layers)  "))
+        let status = StatusLine(enabled: false)
+        share.publishedAt = 5_000_000_000
+        _ = status.bitrate(share)
+        share.publishedAt += 1_000_000_000
+        share.encoded?.layers[0].bytes += 78_000
+        share.encoded?.layers[1].bytes += 312_500
+        share.encoded?.bytes += 312_500
+        #expect(status.bitrate(share).map { abs($0 - 3124) < 0.01 } == true, "\(String(describing: status.bitrate(share)))")
+        let lines = PrometheusText.render([share]).split(separator: "\n").map(String.init)
+        #expect(lines.contains(#"framerelay_layer_encoded_bytes_total{app_group="group.com.example.layers",layer="0"} 858000"#), "\(lines)")
+        #expect(lines.contains(#"framerelay_layer_frames_encoded_total{app_group="group.com.example.layers",layer="1"} 300"#))
+        #expect(lines.contains(#"framerelay_encoded_bytes_total{app_group="group.com.example.layers"} 3432301"#))
+        share.encoded?.layers = [top]
+        #expect(!PrometheusText.render([share]).contains("framerelay_layer_encoded_bytes_total{"), "one layer: no layer samples")
+    }
+
     /// The bitrate is a second's bytes over that second, both from the
     /// share's published figures (every 250 ms), however late a line reads
     /// them: read against the time the line was drawn, it swung 2000–2700

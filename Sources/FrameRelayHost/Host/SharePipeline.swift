@@ -231,6 +231,8 @@ public struct EncodeStats: Sendable, Codable {
     /// Each simulcast layer's figures, smallest first (the fields above are the top layer's).
     public var layers: [LayerStats] = []
     public var bytes: UInt64 = 0
+    /// Every layer's encoded bytes: what the share sends (the top's ``bytes`` with one layer).
+    public var allLayersBytes: UInt64 { layers.count > 1 ? layers.reduce(0) { $0 &+ $1.bytes } : bytes }
     public var width = 0
     public var height = 0
     public var threads = 0

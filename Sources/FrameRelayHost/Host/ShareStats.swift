@@ -92,7 +92,7 @@ public struct ShareStats: Sendable, Codable {
     public var wholeRun: (stats: ShareStats, kbps: Double?) {
         var whole = self
         whole.fps = secondsTimed > 0 ? Double(framesTimed) / secondsTimed : 0
-        return (whole, secondsTimed > 0 ? encoded.map { Double($0.bytes) * 8 / 1000 / secondsTimed } : nil)
+        return (whole, secondsTimed > 0 ? encoded.map { Double($0.allLayersBytes) * 8 / 1000 / secondsTimed } : nil)
     }
 }
 

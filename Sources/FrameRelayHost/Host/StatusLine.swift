@@ -40,13 +40,13 @@ public final class StatusLine {
         writeStandardError(text)
     }
 
-    /// kbit/s of encoded VP8 over the last second (to a quarter more) of
+    /// kbit/s of encoded VP8, every layer's, over the last second (to a quarter more) of
     /// this share's published figures, their bytes and time from one
     /// publication each (the time a line is drawn, read against bytes
     /// published up to 250 ms before, swung it by a fifth); nil before a
     /// second from its first frame.
     func bitrate(_ share: ShareStats) -> Double? {
-        guard let bytes = share.encoded?.bytes, share.taken > 0 else { return nil }
+        guard let bytes = share.encoded?.allLayersBytes, share.taken > 0 else { return nil }
         var list = samples[share.appGroup, default: []]
         // A new encoder (the share's pipeline made anew) counts from nothing again.
         if let last = list.last, bytes < last.bytes || share.publishedAt < last.time { list.removeAll() }
@@ -97,7 +97,9 @@ public final class StatusLine {
                 "capture→encoded \(percentiles(encoded.captureToEncoded))",
                 "taken \(s.taken)", "skipped \(encoded.skipped)", "encode p99 \(ms(encoded.encode, encoded.encode.p99))",
             ]
-            fields.append(kbps.map { "\(fixed($0, 0)) kbit/s" } ?? "– kbit/s")
+            // With layers, what they send together (each layer's own is in the report and /metrics).
+            let layers = encoded.layers.count > 1 ? " (\(encoded.layers.count) layers)" : ""
+            fields.append((kbps.map { "\(fixed($0, 0)) kbit/s" } ?? "– kbit/s") + layers)
         } else {
             fields.append("taken \(s.taken)")
         }

@@ -30,7 +30,16 @@ enum PrometheusText {
         counter("frames_repeated_total", "Frames the producer said repeat the picture before (a still screen it knows is still): neither converted nor compared.") { $0.encoded?.repeated ?? 0 }
         counter("frames_located_total", "Frames the producer said where they changed: converted and compared only there.") { $0.encoded?.located ?? 0 }
         counter("frames_partial_total", "Frames encoded only where the screen changed or still refines (an active map).") { $0.encoded?.partial ?? 0 }
-        counter("encoded_bytes_total", "VP8 bytes produced.") { $0.encoded?.bytes ?? 0 }
+        counter("encoded_bytes_total", "VP8 bytes produced (the whole picture's layer; every layer's are framerelay_layer_*).") { $0.encoded?.bytes ?? 0 }
+        // Each simulcast layer apart (with --layers 2 or 3): stream 0 is the smallest.
+        func layerCounter(_ name: String, _ help: String, _ value: (LayerStats) -> UInt64) {
+            metric(name, "counter", help, shares.flatMap { share in
+                (share.encoded?.layers ?? []).count > 1 ? share.encoded!.layers.map { (label(share) + ",layer=\"\($0.stream)\"", Double(value($0))) } : []
+            })
+        }
+        layerCounter("layer_encoded_bytes_total", "VP8 bytes each simulcast layer produced (layer 0 is the smallest).") { $0.bytes }
+        layerCounter("layer_frames_encoded_total", "VP8 frames each simulcast layer encoded.") { $0.frames }
+        layerCounter("layer_keyframes_encoded_total", "VP8 keyframes each simulcast layer encoded.") { $0.keyframes }
         counter("recorded_frames_total", "Whole frames written to the share's recording (--record).") { $0.recording?.frames }
         metric("recording_stopped", "gauge", "1 when the share's recording stopped before the share (a full disk); the share goes on.",
                shares.compactMap { share in share.recording.map { (label(share), $0.stopped == nil ? 0 : 1) } })

@@ -187,6 +187,8 @@ struct LoadTest: ParsableCommand {
         } else if ramp {
             let bound = results.maxSessionsHeld == sessions ? " (reached --sessions without failing: the limit is higher)" : ""
             log("load-test: largest number of shares that held the objective: \(results.maxSessionsHeld)\(bound); report \(written)")
+        } else if results.steps.last?.interrupted == true {
+            log("load-test: \(counted(sessions, "share")): not judged (interrupted); report \(written)")
         } else {
             log("load-test: \(counted(sessions, "share")) \(results.maxSessionsHeld > 0 ? "held" : "did not hold") the objective; report \(written)")
         }

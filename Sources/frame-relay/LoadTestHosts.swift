@@ -12,11 +12,23 @@ import FrameRelayJanus
 /// and from their `--report` at the end. Calls `onReady` once every host is
 /// up (then the producers start and `duration` seconds count), `onTick`
 /// with every share's statistics, in `groups` order, at least once a
-/// second (true ends the step at once); returns the final ones.
+/// second (true ends the step at once), and `onInterrupt` once when Ctrl-C
+/// (or SIGTERM) ends the step, before any host ends (viewers stopped then
+/// report what they saw while there was something to watch); returns the final ones.
 func hostShares(
     _ groups: [AppGroup], size: (width: Int, height: Int), encoding: SharePipeline.Options, hosts: Int, duration: Double,
-    janus: [String] = [], traces: [URL] = [], work: URL, onReady: () throws -> Void, onTick: ([ShareStats]) -> Bool
+    janus: [String] = [], traces: [URL] = [], work: URL, onReady: () throws -> Void, onTick: ([ShareStats]) -> Bool, onInterrupt: () -> Void = {}
 ) throws -> (finals: [ShareStats], traces: [URL]) {
+    var interrupted = false
+    /// Whether Ctrl-C came; the first time it is seen, `onInterrupt`.
+    func stopping() -> Bool {
+        guard Signals.stops.load(ordering: .relaxed) > 0 else { return false }
+        if !interrupted {
+            interrupted = true
+            onInterrupt()
+        }
+        return true
+    }
     // Each host's per-frame trace, where there are traces (one per host).
     func trace(_ host: Int) -> URL? { host < traces.count ? traces[host] : nil }
     if hosts == 1 {
@@ -27,7 +39,9 @@ func hostShares(
         settings.janus = janus.compactMap { HTTPClient.URL($0).map { JanusStreaming(url: $0) } }
         settings.tracePath = trace(0)?.path
         let ended = Locked(false)
+        // The host calls onTick before it asks whether to stop: the viewers stop first.
         _ = try Host(settings, log: log).run(shouldStop: { Signals.stops.load(ordering: .relaxed) > 0 || ended.withLock { $0 } }, onReady: onReady, onTick: { snapshots in
+            _ = stopping()
             finals = snapshots
             if onTick(snapshots) { ended.withLock { $0 = true } }
         })
@@ -96,7 +110,7 @@ func hostShares(
     var latest = groups.map { ShareStats(appGroup: $0.name) }
     // A host that ends, is stopped, or does not answer for 5 s ends the step with a line saying which.
     var answered = children.map { _ in MonotonicClock.now() }
-    while MonotonicClock.now() < end, Signals.stops.load(ordering: .relaxed) == 0 {
+    while MonotonicClock.now() < end, !stopping() {
         MonotonicClock.sleep(nanoseconds: min(1_000_000_000, end &- MonotonicClock.now()))
         for (host, child) in children.enumerated() {
             guard child.process.isRunning else { throw failure(host) }

@@ -141,7 +141,7 @@ func runStep(
         for (index, pid) in launcher.pids.enumerated() where pid != 0 && Processor.isStopped(pid) { producersStopped.insert(index) }
         producerEnded = launcher.ended()
         return producerEnded != nil
-    })
+    }, onInterrupt: { viewers?.terminateAll() })
     if let (index, process) = producerEnded {
         // Its own last words when it exited with an error, else how it ended (a signal).
         let words = process.terminationReason == .exit && process.terminationStatus != 0

@@ -277,6 +277,32 @@ import FrameRelayJanus
         #expect(seconds < 15, "a dead Janus was noticed after \(seconds) s: \(last)")
     }
 
+    /// Ctrl-C in a load test with viewers: the viewers stop first and say
+    /// what they saw while there was something to watch, then the hosts;
+    /// the run ends within 5 s (it took 15 s, and the viewers, stopped last,
+    /// read the mountpoint gone: "0 of 2 watching", a third of the frame
+    /// rate), and the step is not judged, in its last lines too.
+    @Test func ctrlCInALoadTestWithViewersEndsOnTimeWithTheirFigures() throws {
+        let run = inNamespace("""
+            $FR janus --address 10.200.0.1 --port 18188 > $D/janus.log 2>&1 & J=$!
+            \(waitFor("Ctrl-C", in: "$D/janus.log"))
+            $FR load-test --sessions 1 --janus \(Self.janus) --viewers 2 --size 320x240 --fps 15 --duration 30 --report $D/load.json --html $D/load.html 2> $D/load.log & L=$!
+            for i in $(seq 300); do pgrep -P $L -f subscribe > /dev/null && break; sleep 0.1; done
+            sleep 6; kill -INT $L; start=$(date +%s%N)
+            wait $L; echo "load-test exit $? after $(( ($(date +%s%N) - start) / 1000000 )) ms"
+            cat $D/load.log
+            kill -INT $J; wait
+            """, timeout: 120)
+        let milliseconds = run.output.components(separatedBy: "load-test exit 1 after ").last.flatMap { Int($0.prefix { $0.isNumber }) } ?? 99_999
+        #expect(milliseconds < 5000, "the load test ended \(milliseconds) ms after Ctrl-C: \(run.output.suffix(1500))")
+        #expect(run.output.contains("1 share: not judged (interrupted)") && !run.output.contains("did not hold"), "\(run.output.suffix(1500))")
+        let report = try JSONDecoder().decode(LoadTestReport.self, from: Data(contentsOf: URL(fileURLWithPath: run.directory + "/load.json")))
+        let step = try #require(report.steps.first)
+        let group = try #require(step.shares.first?.viewers?.groups.first)
+        #expect(step.interrupted && group.watching == 2 && group.error == nil, "\(group)")
+        #expect(group.framesPerSecond > 12, "\(group.framesPerSecond) frames/s a viewer of a 15 frames/s share")
+    }
+
     /// A load test whose subscriber hangs (SIGSTOP) ends on time all the
     /// same: the subscriber is killed after the grace, the step fails
     /// naming how the viewers ended, and no process is left.

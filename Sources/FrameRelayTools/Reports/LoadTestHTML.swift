@@ -20,7 +20,7 @@ public enum LoadTestHTML {
         let failed = report.steps.filter { !$0.passed }.min { size($0) < size($1) }
         for step in [held, failed].compactMap({ $0 }) {
             let seconds = step.timeline.map(\.seconds)
-            body += "<h2>\(name(step)) — \(step.passed ? "held" : "did not hold")</h2>"
+            body += "<h2>\(name(step)) — \(step.interrupted ? "interrupted, not judged" : step.passed ? "held" : "did not hold")</h2>"
             // The warm-up (until the last share's ends) is drawn apart: the objective does not judge it.
             let warmUp = report.objective.warmUpSeconds > 0 && step.steadyP99Milliseconds != nil
                 ? (step.shares.map(\.startedAfter).max() ?? 0) + report.objective.warmUpSeconds : nil

@@ -40,6 +40,7 @@ import Testing
         (["--bogus"], "unknown option --bogus (see --help)"),
         (["--fsp", "30"], "unknown option --fsp: did you mean --fps?"),
         (["-size", "64x64"], "unknown option -size: did you mean --size?"),
+        (["--fps", "--size=64x64"], "--fps needs a value N (it is followed by --size)"),
     ]
 
     @Test(arguments: producerCases)
@@ -100,6 +101,7 @@ import Testing
         (["--packet-size", "10"], "--packet-size needs --rtp"),
         (["--janus", "http://127.0.0.1:9/janus", "--layers", "0"], "invalid --layers \"0\": expected a whole number in 1...3"),
         (["--janus", "http://127.0.0.1:9/janus", "--layers", "4"], "invalid --layers \"4\""),
+        (["--janus", "http://127.0.0.1:9/janus", "--layers", "--duration", "3"], "--layers needs a value N (it is followed by --duration)"),
         (["--janus", "http://127.0.0.1:9/janus", "--bitrate", "100", "--layers", "3"], "layer bitrates 25,50,100 kbit/s: each of several layers needs at least 150"),
         (["--janus", "http://127.0.0.1:9/janus", "--layer-bitrates", "100,900"], "layer bitrates 100,900 kbit/s"),
         (["--app-group", "group.t.a", "--app-group", "group.t.b", "--rtp", "127.0.0.1:65533"], "2 shares need ports 65533...65536, past 65535"),

@@ -79,7 +79,12 @@ extension ParsableCommand {
                 } else {
                     index += 1
                     guard index < arguments.count else { throw UsageError("--\(name) needs a value \(valueName)") }
-                    try option.take(arguments[index])
+                    // An option where the value should be: the value was left out (not "unexpected argument" for the next one's value).
+                    let next = arguments[index]
+                    if next.hasPrefix("--"), case let other = String(next.dropFirst(2).prefix { $0 != "=" }), other == "help" || declared.contains(where: { $0.name == other }) {
+                        throw UsageError("--\(name) needs a value \(valueName) (it is followed by --\(other))")
+                    }
+                    try option.take(next)
                 }
             } else {
                 guard inline == nil else { throw UsageError("--\(name) takes no value (given \"\(argument)\")") }

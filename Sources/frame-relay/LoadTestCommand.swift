@@ -112,6 +112,7 @@ struct LoadTest: ParsableCommand {
                                                  maxViewerLossPercent: maxViewerLossPercent, maxViewerP99Milliseconds: maxViewerP99Milliseconds)
         let cores = Processor.onlineCount
         var results = LoadTestReport(size: "\(size.width)x\(size.height)", framesPerSecond: fps, format: "\(format)", cores: cores, hosts: hosts, objective: objective)
+        (results.bitrateKbps, results.layers, results.content) = (bitrate, layers, "\(content)")
 
         /// One step: `count` shares, each watched by `watchers` viewers when there is a Janus.
         func step(_ count: Int, watchers: Int) throws -> LoadTestReport.Step {
@@ -134,7 +135,12 @@ struct LoadTest: ParsableCommand {
                 log("load-test:   while the viewers watched: Janus \(result.janusCPUPercent.map { "\(fixed($0, 0)) %" } ?? "not on this machine"), "
                     + "viewers \(fixed(viewers, 0)) % of a core; bounded by \(result.bound ?? "?")")
             }
-            for share in result.shares { for group in share.viewers?.groups ?? [] { log("load-test:   " + Self.viewerLine(share.appGroup, group)) } }
+            for share in result.shares {
+                if let sent = share.layersSent {
+                    log("load-test:   \(share.appGroup) sent " + sent.map { "\($0.width)x\($0.height) \(fixed($0.sentKbps, 0)) kbit/s (target \($0.targetKbps))" }.joined(separator: ", "))
+                }
+                for group in share.viewers?.groups ?? [] { log("load-test:   " + Self.viewerLine(share.appGroup, group)) }
+            }
             for failure in result.failures { log("load-test:   \(failure)") }
             return result
         }

@@ -281,12 +281,14 @@ import FrameRelayJanus
     /// what they saw while there was something to watch, then the hosts;
     /// the run ends within 5 s (it took 15 s, and the viewers, stopped last,
     /// read the mountpoint gone: "0 of 2 watching", a third of the frame
-    /// rate), and the step is not judged, in its last lines too.
+    /// rate), and the step is not judged, in its last lines too. The report
+    /// says what the host sent on each layer, and a viewer's kbit/s lies
+    /// between the small layer's and the whole picture's.
     @Test func ctrlCInALoadTestWithViewersEndsOnTimeWithTheirFigures() throws {
         let run = inNamespace("""
             $FR janus --address 10.200.0.1 --port 18188 > $D/janus.log 2>&1 & J=$!
             \(waitFor("Ctrl-C", in: "$D/janus.log"))
-            $FR load-test --sessions 1 --janus \(Self.janus) --viewers 2 --size 320x240 --fps 15 --duration 30 --report $D/load.json --html $D/load.html 2> $D/load.log & L=$!
+            $FR load-test --sessions 1 --janus \(Self.janus) --viewers 2 --size 640x360 --layers 2 --bitrate 1000 --fps 15 --duration 30 --report $D/load.json --html $D/load.html 2> $D/load.log & L=$!
             for i in $(seq 300); do pgrep -P $L -f subscribe > /dev/null && break; sleep 0.1; done
             sleep 6; kill -INT $L; start=$(date +%s%N)
             wait $L; echo "load-test exit $? after $(( ($(date +%s%N) - start) / 1000000 )) ms"
@@ -301,6 +303,10 @@ import FrameRelayJanus
         let group = try #require(step.shares.first?.viewers?.groups.first)
         #expect(step.interrupted && group.watching == 2 && group.error == nil, "\(group)")
         #expect(group.framesPerSecond > 12, "\(group.framesPerSecond) frames/s a viewer of a 15 frames/s share")
+        let sent = try #require(step.shares.first?.layersSent)
+        #expect(sent.map(\.width) == [320, 640] && sent.map(\.targetKbps) == [250, 1000] && report.layers == 2 && report.bitrateKbps == 1000, "\(sent)")
+        #expect(group.kbitPerSecond >= sent[0].sentKbps * 0.7 && group.kbitPerSecond <= sent[1].sentKbps * 1.3, "a viewer's \(group.kbitPerSecond) kbit/s against \(sent)")
+        #expect(run.output.contains("sent 320x180 ") && run.output.contains(" kbit/s (target 250), 640x360 "), "\(run.output.suffix(1500))")
     }
 
     /// A load test whose subscriber hangs (SIGSTOP) ends on time all the

@@ -9,7 +9,7 @@ public enum LoadTestHTML {
     public static func render(_ report: LoadTestReport) -> String {
         var body = """
         <h1>FrameRelay load test</h1>
-        <p>\(report.size) \(report.format) at \(report.framesPerSecond) frames/s per share on \(report.cores) cores, \(report.hosts == 1 ? "one host process" : "shares dealt to \(report.hosts) host processes").
+        <p>\(report.size) \(report.format) at \(report.framesPerSecond) frames/s per share\(report.content.map { ", content \($0)" } ?? "")\(report.bitrateKbps.map { ", \($0) kbit/s" } ?? "")\(report.layers.map { ", \($0) layer\($0 == 1 ? "" : "s")" } ?? "") on \(report.cores) cores, \(report.hosts == 1 ? "one host process" : "shares dealt to \(report.hosts) host processes").
         Objective: drops &lt; \(fixed(report.objective.maxDropPercent, 1)) % and capture→encoded p99 &lt; \(fixed(report.objective.maxP99Milliseconds, 0)) ms on every share\(
             report.steps.contains { $0.viewersPerShare != nil } ? "; every group of WebRTC viewers loses &lt; \(fixed(report.objective.maxViewerLossPercent, 1)) % after NACK, capture→viewer p99 &lt; \(fixed(report.objective.maxViewerP99Milliseconds, 0)) ms" : "").
         <b>\(report.maxViewersHeld.map { "Largest number of viewers per share that held it: \($0)." } ?? "Largest number of shares that held it: \(report.maxSessionsHeld).")</b></p>
@@ -190,7 +190,7 @@ public enum LoadTestHTML {
                 + lineChart(xs, series(\.lostEachSecond), shares: groups.count, yUnit: "packets/s", lines: lines)
         }
         if groups.contains(where: { !$0.group.layerEachSecond.isEmpty }) {
-            html += "<h3>Each viewer group: the layer watched (substream + temporal / 2: 0, 0.5, 1, 1.5), mean over its viewers</h3>"
+            html += "<h3>Each viewer group: the layer watched (substream + temporal / 2: 0 is the smallest at half its frame rate, 0.5 the smallest whole, 1 and 1.5 the next, 2 and 2.5 a third), mean over its viewers</h3>"
                 + lineChart(xs, series(\.layerEachSecond), shares: groups.count, yUnit: "layer", lines: lines)
         }
         return html

@@ -70,6 +70,8 @@ public struct LoadTestReport: Codable, Sendable {
         /// sent too few (its process was stopped).
         public var producerFramesPerSecond: Double?
         public var producerNote: String?
+        /// What the host sent on each simulcast layer, smallest first (nil: one layer): what a viewer's kbit/s is checked against.
+        public var layersSent: [LayerSent]?
 
         public init(appGroup: String, framesIn: UInt64, framesOut: UInt64, framesSkipped: UInt64 = 0, dropPercent: Double, fps: Double, p50Milliseconds: Double, p99Milliseconds: Double, hostCPUPercent: Double, producerCPUPercent: Double, latency: [LatencyBin], viewers: Viewers? = nil, startedAfter: Double = 0, steady: Steady? = nil) {
             self.viewers = viewers
@@ -197,6 +199,22 @@ public struct LoadTestReport: Codable, Sendable {
         }
     }
 
+    /// One simulcast layer of a share, as its host sent it over the step.
+    public struct LayerSent: Codable, Sendable, Equatable {
+        /// Janus's substream: 0 is the smallest.
+        public var stream: Int
+        public var width: Int
+        public var height: Int
+        /// The layer's target (the mountpoint's description says it to the viewers).
+        public var targetKbps: Int
+        /// Its encoded bytes over the share's time in the step.
+        public var sentKbps: Double
+
+        public init(stream: Int, width: Int, height: Int, targetKbps: Int, sentKbps: Double) {
+            (self.stream, self.width, self.height, self.targetKbps, self.sentKbps) = (stream, width, height, targetKbps, sentKbps)
+        }
+    }
+
     public struct Step: Codable, Sendable {
         public var sessions: Int
         public var seconds: Double
@@ -252,6 +270,11 @@ public struct LoadTestReport: Codable, Sendable {
     public var size: String
     public var framesPerSecond: Int
     public var format: String
+    /// What the shares were asked to send: the top's bitrate (kbit/s), the
+    /// simulcast layers (nil: the host's default) and the producers' content.
+    public var bitrateKbps: Int?
+    public var layers: Int?
+    public var content: String?
     public var cores: Int
     /// Host processes the shares were dealt to.
     public var hosts: Int

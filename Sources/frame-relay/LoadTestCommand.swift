@@ -212,6 +212,7 @@ struct LoadTest: ParsableCommand {
             + "\(group.plisSent) PLIs, \(group.keyframeWaits) keyframe waits, \(fixed(group.freezesPerMinute, 1)) freezes/min"
             + (group.p99Ms.map { ", capture→viewer p50 \(fixed(group.p50Ms ?? 0, 1)) ms p99 \(fixed($0, 1)) ms" } ?? "")
             + (group.picturesChecked > 0 ? ", \(group.picturesChecked) pictures checked (\(group.picturesWrong) wrong)" : "")
+            + (group.picturesTooSmall > 0 ? ", \(group.picturesTooSmall) not checked (on a layer too small to read the stamp)" : "")
             + "; per viewer \(fixed(group.framesPerSecond, 1)) frames/s, \(fixed(group.kbitPerSecond, 0)) kbit/s"
             + (group.layersText.isEmpty ? "" : "; layers \(group.layersText)")
     }

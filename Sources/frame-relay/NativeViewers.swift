@@ -91,6 +91,7 @@ final class NativeViewers: LoadTestWatchers {
                         p50Ms: group.latency?.p50Ms, p99Ms: group.latency?.p99Ms, firstFrameMaxMs: group.firstFrameMaxMs,
                         picturesChecked: group.picturesMatched + group.picturesMismatched, picturesWrong: group.picturesMismatched, error: group.error)
                     result.framesPerSecond = group.framesPerSecond
+                    result.picturesTooSmall = group.picturesTooSmall
                     result.kbitPerSecond = group.kbitPerSecond
                     let layerTotal = group.totals.layerMs.values.reduce(0, +)
                     if layerTotal > 0 { result.layerPercent = group.totals.layerMs.mapValues { $0 / layerTotal * 100 } }

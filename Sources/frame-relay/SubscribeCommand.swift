@@ -88,7 +88,8 @@ struct Subscribe: ParsableCommand {
             + "\(totals.freezes) freezes (\(fixed(group.freezesPerMinute, 1))/min), \(totals.keyframeWaits) keyframe waits, \(totals.plisSent) PLIs"
         if let first = group.firstFrameP50Ms { line += ", first frame p50 \(fixed(first, 0)) ms" }
         if let latency = group.latency { line += ", latency p50 \(fixed(latency.p50Ms, 1)) ms p99 \(fixed(latency.p99Ms, 1)) ms" }
-        if group.decoders > 0 { line += ", \(totals.framesDecoded) decoded by \(group.decoders) (\(group.picturesMatched) stamps checked, \(group.picturesMismatched) wrong)" }
+        if group.decoders > 0 { line += ", \(totals.framesDecoded) decoded by \(group.decoders) (\(group.picturesMatched) stamps checked, \(group.picturesMismatched) wrong"
+            + (group.picturesTooSmall > 0 ? ", \(group.picturesTooSmall) on a layer too small to read the stamp" : "") + ")" }
         line += "; per viewer \(fixed(group.framesPerSecond, 1)) frames/s, \(fixed(group.kbitPerSecond, 0)) kbit/s"
         // A simulcast mountpoint: the share of the time at each layer ("substream/temporal"), and the switches asked of Janus.
         let layerTotal = totals.layerMs.values.reduce(0, +)

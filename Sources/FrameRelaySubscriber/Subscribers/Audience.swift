@@ -230,7 +230,11 @@ public final class Audience {
                 for (picture, stamp, at) in member.stream.stamps {
                     // A frame the trace does not hold yet (the host writes it a few times a second) is not checked.
                     // A stamp too small to read at its layer's scale is not checked.
-                    guard let found = trace.frame(of: group.share, picture: picture, at: at, anchors: anchors), let read = stamp.at(scale: found.scale) else { continue }
+                    guard let found = trace.frame(of: group.share, picture: picture, at: at, anchors: anchors) else { continue }
+                    guard let read = stamp.at(scale: found.scale) else {
+                        result.picturesTooSmall += 1
+                        continue
+                    }
                     if found.sent.stamp == read { result.picturesMatched += 1 } else { result.picturesMismatched += 1 }
                 }
             }

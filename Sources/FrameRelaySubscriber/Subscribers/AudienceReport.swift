@@ -46,6 +46,8 @@ public struct AudienceReport: Codable, Sendable {
         /// Decoded pictures whose stamp is the frame that last changed the picture the host sent with that PictureID, and those whose stamp is not.
         public var picturesMatched: UInt64 = 0
         public var picturesMismatched: UInt64 = 0
+        /// Decoded pictures not checked: on a layer too small for the stamp to be read (the smallest of three at 720p).
+        public var picturesTooSmall: UInt64 = 0
         public var subscribers: [SubscriberStats] = []
 
         /// Residual loss over the group, percent.

@@ -141,6 +141,8 @@ public struct LoadTestReport: Codable, Sendable {
         /// Pictures the sampled decoders checked against the host's frame, and those that were wrong.
         public var picturesChecked: UInt64
         public var picturesWrong: UInt64
+        /// Pictures not checked: on a layer too small for the stamp to be read (the smallest of three at 720p).
+        public var picturesTooSmall: UInt64 = 0
         /// Why viewers failed, when they did.
         public var error: String?
         /// Per viewer, decodable frames a second and kilobits a second received.

@@ -48,8 +48,17 @@ struct Demo: ParsableCommand {
     @Option("janus-port", "PORT", in: 1...65535, help: "Port of that Janus's HTTP API (default: a free one).") var janusPort: Int?
     @Option("layers", "N", in: 1...Simulcast.maxLayers, help: "With --janus, simulcast layers (default: 2 where the picture is at least 640 wide; 1: the whole picture alone).")
     var layers: Int?
+    @Option("bitrate", "KBPS", in: 1...100_000, help: "VP8 target bitrate (CBR), kilobits per second: the whole picture's, with layers.") var bitrate = 2500
+    @Option("layer-bitrates", "KBPS,...", help: "With --janus, each layer's bitrate, smallest first (default: --bitrate on top, each below max(150, a quarter of the one above)).", transform: parseBitrates)
+    var layerBitrates: [Int]?
+
+    /// The layers into Janus (the whole picture alone without it), and the top's bitrate.
+    var simulcast: (layers: Simulcast, top: Int) {
+        (janus ? Simulcast(layers: layers ?? layerBitrates?.count, bitrates: layerBitrates) : Simulcast(layers: 1), layerBitrates?.last ?? bitrate)
+    }
 
     func validate() throws {
+        do { try simulcast.layers.validate(top: simulcast.top) } catch { throw UsageError("\(error)") }
         if source != "screencast", $cast.isGiven || $surface.isGiven {
             throw UsageError("--\($cast.isGiven ? "cast" : "surface") is for --source screencast, not --source \(source)")
         }
@@ -60,7 +69,10 @@ struct Demo: ParsableCommand {
 
     func checkGiven() throws {
         if $janusPort.isGiven, !$janus.isGiven { throw UsageError("--janus-port needs --janus") }
-        if $layers.isGiven, !$janus.isGiven { throw UsageError("--layers needs --janus: layers are Janus's substreams") }
+        if !$janus.isGiven, let given = ([$layers, $layerBitrates] as [any OptionPresence]).first(where: \.isGiven) {
+            throw UsageError("--\(given.name) needs --janus: layers are Janus's substreams")
+        }
+        if $layerBitrates.isGiven, $bitrate.isGiven { throw UsageError("--layer-bitrates sets the top layer's bitrate too: drop --bitrate") }
     }
 
     func run() throws -> Int32 {
@@ -79,7 +91,7 @@ struct Demo: ParsableCommand {
         // The encoder plans for the producer's rate (its rate control, temporal layers and gathering go by it).
         encoding.settings.frameRate = min(240, Int(fps.rounded(.up)))
         // Into Janus, layers for its viewers to pick from (as `frame-relay --janus` sends them).
-        encoding.simulcast = janus ? Simulcast(layers: layers) : Simulcast(layers: 1)
+        (encoding.simulcast, encoding.settings.bitrateKbps) = simulcast
         var share = Host.Configuration.Share(group: group, encoding: encoding)
         if let rtp {
             share.streaming.destinations = [rtp]

@@ -192,6 +192,13 @@ import FrameRelayJanus
         let lost = follower.lostEachSecond
         #expect(lost.count == 3 && lost[2] == 1 && lost.reduce(0, +) == 1, "\(lost)")
         #expect(follower.framesEachSecond.first == 30, "\(follower.framesEachSecond)")
+        // What a viewer reports is whole seconds: the one in progress would read as a fall in frames/s.
+        var stats = SubscriberStats()
+        // (After the packet lost at 2.5 s, the frames wait for a keyframe that never comes.)
+        follower.fill(&stats, now: 1_000_000_000 + 2_970_000_000)
+        #expect(stats.framesEachSecond == [30, 30] && stats.lostEachSecond == [0, 0], "\(stats.framesEachSecond) \(stats.lostEachSecond)")
+        follower.fill(&stats, now: 1_000_000_000 + 3_000_000_000)
+        #expect(stats.framesEachSecond == [30, 30, 15] && stats.lostEachSecond == [0, 0, 1], "\(stats.framesEachSecond) \(stats.lostEachSecond)")
     }
 
     /// A hostile peer's sequence jumps: one stray number, or one every other

@@ -191,8 +191,10 @@ package final class StreamFollower {
         stats.recoveredPackets = missing.counts.recovered
         stats.givenUpPackets = missing.counts.givenUp
         stats.nackRoundTripMs = missing.roundTrip.map { Double($0) / 1e6 }
-        stats.framesEachSecond = framesEachSecond
-        stats.lostEachSecond = lostEachSecond
+        // Whole seconds only: the second in progress (the last of a watch that ended mid-second) read as a fall in the charts.
+        let whole = now >= timelineStart ? Int(min(UInt64(Self.timelineLimit), (now - timelineStart) / 1_000_000_000)) : 0
+        stats.framesEachSecond = Array(framesEachSecond.prefix(whole))
+        stats.lostEachSecond = Array(lostEachSecond.prefix(whole))
         if let decoder {
             stats.framesDecoded = decoder.decoded
             stats.decodeErrors = decoder.errors

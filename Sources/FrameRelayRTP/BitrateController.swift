@@ -10,10 +10,12 @@
 ///
 /// With several receivers, the one that loses most moves the rate: its own
 /// report cuts, and its last report holds the rate until it reports clean
-/// or ``reportLifetime`` passes (a receiver that left holds nothing); the
-/// lowest REMB caps it. With no report for ``reportLifetime`` (every
-/// receiver gone quiet), the rate grows as clean reports would grow it
-/// (``tick(now:)``). One slow receiver slows its stream, never another share's.
+/// or three of its own report intervals pass, at least ``reportLifetime``
+/// (a receiver that left holds nothing; one on RFC 3550's 5 s schedule,
+/// 2.5–7.5 s apart, never lapses between two reports); the lowest REMB caps
+/// it. Once no receiver's report holds (every one gone quiet), the rate
+/// grows as clean reports would grow it (``tick(now:)``). One slow receiver
+/// slows its stream, never another share's.
 ///
 /// A value: reports go in with their time, the target comes out; no socket or clock.
 package struct BitrateController: Sendable {
@@ -23,10 +25,10 @@ package struct BitrateController: Sendable {
     package var lossBased: Int { Int(rate.rounded()) }
     /// The loss-based rate unrounded: reports close together each add a fraction of a bit.
     private var rate: Double
-    /// Each receiver's last fraction lost, and its last REMB (bits/s), with when each came.
-    private var losses: [(fraction: Double, at: UInt64)?]
+    /// Each receiver's last fraction lost, with when it came and the time since its report before
+    /// (``reportInterval`` before a second); and its last REMB (bits/s) with when it came.
+    private var losses: [(fraction: Double, at: UInt64, interval: UInt64)?]
     private var estimates: [(bitsPerSecond: Int, at: UInt64)?]
-    private var lastReport: UInt64?
     /// The time the rate's growth has been counted to.
     private var grownTo: UInt64?
     private var lastDecrease: UInt64?
@@ -35,8 +37,15 @@ package struct BitrateController: Sendable {
     package static let decreaseInterval: UInt64 = 300_000_000
     /// A REMB older than this no longer caps the rate (its receiver went quiet).
     package static let estimateLifetime: UInt64 = 5_000_000_000
-    /// A report older than this no longer holds the rate (its receiver left, or its reports no longer come).
+    /// The least a report holds the rate for: after three of its receiver's
+    /// intervals and at least this long, it no longer does (its receiver left,
+    /// or its reports no longer come).
     package static let reportLifetime: UInt64 = 5_000_000_000
+    /// A receiver's report interval until its second report: RFC 3550's minimum.
+    package static let reportInterval: UInt64 = 5_000_000_000
+
+    /// When a report of a receiver whose reports come `interval` apart stops holding the rate.
+    private static func lapses(at: UInt64, interval: UInt64) -> UInt64 { at &+ max(reportLifetime, 3 * min(interval, 3_600_000_000_000)) }
 
     /// Starts at `ceiling` (the encoder's bitrate), bits/s, for `receivers` receivers.
     package init(floor: Int, ceiling: Int, receivers: Int = 1) {
@@ -64,11 +73,11 @@ package struct BitrateController: Sendable {
     /// ``reportLifetime`` is under 2 %.
     package mutating func report(fractionLost: Double, from receiver: Int = 0, now: UInt64) {
         guard losses.indices.contains(receiver) else { return }
-        losses[receiver] = (fractionLost, now)
-        defer { (lastReport, grownTo) = (now, now) }
+        losses[receiver] = (fractionLost, now, losses[receiver].map { now &- $0.at } ?? Self.reportInterval)
+        defer { grownTo = now }
         // Growth starts from what a receiver's fresh REMB says it takes, not from a rate far above it that it never carried.
         if let estimate = estimate(now: now), lossBased > 2 * estimate { rate = Double(max(floor, min(ceiling, 2 * estimate))) }
-        let worst = losses.compactMap { $0 }.filter { now &- $0.at < Self.reportLifetime }.map(\.fraction).max() ?? 0
+        let worst = losses.compactMap { $0 }.filter { now < Self.lapses(at: $0.at, interval: $0.interval) }.map(\.fraction).max() ?? 0
         if worst < 0.02 {
             // For the time since the last report: a long silence earns no more than a second, and reports in quick succession no more than their time.
             guard let last = grownTo else { return }
@@ -80,13 +89,14 @@ package struct BitrateController: Sendable {
         }
     }
 
-    /// At `now`: once no receiver has reported for ``reportLifetime``, the
-    /// rate grows as clean reports would, from the time the last went stale
-    /// (a receiver that reported loss and left, or whose reports stopped,
-    /// does not hold its stream at the floor for good). Call it as time passes.
+    /// At `now`: once no receiver's report holds the rate, the rate grows as
+    /// clean reports would, from the time the last lapsed (a receiver that
+    /// reported loss and left, or whose reports stopped, does not hold its
+    /// stream at the floor for good). Call it as time passes.
     package mutating func tick(now: UInt64) {
-        guard let last = lastReport, now &- last >= Self.reportLifetime, let grown = grownTo else { return }
-        let from = max(grown, last &+ Self.reportLifetime)
+        let reports = losses.compactMap { $0 }
+        guard let grown = grownTo, let lapsed = reports.map({ Self.lapses(at: $0.at, interval: $0.interval) }).max(), now >= lapsed else { return }
+        let from = max(grown, lapsed)
         guard now > from else { return }
         grow(seconds: Double(now - from) / 1e9)
         grownTo = now

@@ -64,8 +64,8 @@ package struct RTPSender: ~Copyable {
     package enum Route: Equatable {
         /// RTP, to every destination's media port.
         case media
-        /// RTP sent again, to these destinations' media ports (those that asked).
-        case repair([Int])
+        /// RTP sent again, to this destination's media port (it asked for it).
+        case repair(Int)
         /// RTCP (a Sender Report), to every destination's RTCP port.
         case control
     }
@@ -106,8 +106,8 @@ package struct RTPSender: ~Copyable {
     /// a frame whose ``send(_:keyframe:layer:captureTime:now:)`` returned `through` has left once `released` reaches it.
     package private(set) var released: UInt64 = 0
     private var enqueued: UInt64 = 0
-    /// NACKed sequence numbers to send again at the next poll, each with the destinations that asked.
-    private var resends: [(sequence: UInt16, to: [Int])] = []
+    /// Each destination's NACKed sequence numbers to send it again at the next poll (at most the history's capacity each).
+    private var resends: [[UInt16]]
     private var feedback = RTCP.Feedback()
     /// Bytes resent to each destination in each 100 ms of the last second (the slot of `now / 100 ms` modulo 10), and the slot last written.
     private var resentBytes: [[Int]]
@@ -137,14 +137,14 @@ package struct RTPSender: ~Copyable {
         self.wallClock = wallClock
         packetizer = RTPPacketizer(ssrc: configuration.ssrc, payloadType: configuration.payloadType, maxPacketSize: configuration.maxPacketSize,
                                    sequence: sequence, pictureID: pictureID)
-        history = RetransmissionHistory(packetSize: configuration.maxPacketSize)
+        history = RetransmissionHistory(packetSize: configuration.maxPacketSize, destinations: configuration.destinations)
         scratch = .allocate(byteCount: max(configuration.maxPacketSize, 64), alignment: 16)
         self.rtpBase = rtpBase
         stats.ssrc = configuration.ssrc
         asks = Array(repeating: false, count: configuration.destinations)
         promised = Array(repeating: 0, count: configuration.destinations)
         resentBytes = Array(repeating: Array(repeating: 0, count: 10), count: configuration.destinations)
-        resends.reserveCapacity(256)
+        resends = Array(repeating: [], count: configuration.destinations)
         feedback.nacked.reserveCapacity(256)
     }
 
@@ -262,21 +262,19 @@ package struct RTPSender: ~Copyable {
             controller!.tick(now: now)
             followController(now: now)
         }
-        if !resends.isEmpty {
+        for destination in resends.indices where !resends[destination].isEmpty {
             advanceResentSlots(now: now)
-            // A packet asked for by several destinations in this poll goes once to each, counted as resent once in the history.
-            var resentNow: [UInt16: (packet: UnsafeRawBufferPointer, to: [Int])] = [:]
-            for (sequence, asking) in resends {
-                let earlier = resentNow[sequence]
-                let to = asking.filter { resentInLastSecond(to: $0) < configuration.targetBitrate / 8 && earlier?.to.contains($0) != true }
-                guard !to.isEmpty, let packet = earlier?.packet ?? history.resend(sequence, now: now) else { continue }
-                resentNow[sequence] = (packet, (earlier?.to ?? []) + to)
-                transmit(packet, .repair(to))
+            // Each destination's own budget: the target over a second, and the history's limits for it.
+            var allowed = configuration.targetBitrate / 8 - resentInLastSecond(to: destination)
+            for sequence in resends[destination] where allowed > 0 {
+                guard let packet = history.resend(sequence, to: destination, now: now) else { continue }
+                transmit(packet, .repair(destination))
                 stats.retransmitted += 1
                 budget -= Int64(packet.count) * 1_000_000_000
-                for destination in to { resentBytes[destination][Int(resentSlot % 10)] += packet.count }
+                resentBytes[destination][Int(resentSlot % 10)] += packet.count
+                allowed -= packet.count
             }
-            resends.removeAll(keepingCapacity: true)
+            resends[destination].removeAll(keepingCapacity: true)
         }
         while queuedSent < queued, budget > 0 {
             // A packet overwritten in the history (a frame of more packets than it holds) is counted, never sent wrong.
@@ -356,11 +354,11 @@ package struct RTPSender: ~Copyable {
         if feedback.asksForRepair {
             for index in fromRTCPPortOf where promised.indices.contains(index) { promised[index] = now }
         }
-        // Resends go to the destinations that asked, as an ask does (none from a stranger).
-        let asking = fromRTCPPortOf.isEmpty ? fromHostOf : fromRTCPPortOf
+        // Resends go to the destinations that asked, as an ask does (none from a stranger), each into its own queue.
+        let asking = (fromRTCPPortOf.isEmpty ? fromHostOf : fromRTCPPortOf).filter { resends.indices.contains($0) }
         guard !asking.isEmpty else { return asked }
         stats.nacked += UInt64(feedback.nacked.count)
-        for sequence in feedback.nacked.prefix(max(0, RetransmissionHistory.capacity - resends.count)) { resends.append((sequence, asking)) }
+        for destination in asking { resends[destination] += feedback.nacked.prefix(max(0, RetransmissionHistory.capacity - resends[destination].count)) }
         asked.resends = feedback.nacked.count
         return asked
     }

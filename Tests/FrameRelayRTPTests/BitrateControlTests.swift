@@ -40,20 +40,28 @@ import Testing
         #expect(controller.lossBased == 600_000, "growth starts from twice what the receiver takes, once it reports")
     }
 
-    /// A receiver's report holds the rate for ``BitrateController/reportLifetime``
-    /// and no longer: one that reported loss and left no longer holds its
-    /// stream down against another's clean reports, and with no receiver
-    /// reporting at all the rate grows as clean reports would grow it, from
-    /// the time the last report went stale (an attacker's burst of lossy
-    /// reports held a stream at the floor for good).
-    @Test func aReportHoldsTheRateForFiveSecondsAndSilenceLetsItGrow() {
+    /// A receiver's report holds the rate for three of its report intervals
+    /// (at least 5 s; 15 s for one report alone) and no longer: one that
+    /// reported loss and left no longer holds its stream down against
+    /// another's clean reports; one on RFC 3550's schedule (7 s apart) holds
+    /// it from report to report; and with no receiver's report holding, the
+    /// rate grows as clean reports would grow it, from the time the last
+    /// lapsed (an attacker's burst of lossy reports held a stream at the floor for good).
+    @Test func aReportHoldsTheRateForThreeOfItsIntervalsAndSilenceLetsItGrow() {
         var two = BitrateController(floor: 150_000, ceiling: 2_000_000, receivers: 2)
         two.report(fractionLost: 0.3, from: 1, now: 0)
         #expect(two.lossBased == 1_700_000)
-        two.report(fractionLost: 0, from: 0, now: 4 * Self.second)
-        #expect(two.lossBased == 1_700_000, "receiver 1's 30 % of 4 s ago still holds")
-        two.report(fractionLost: 0, from: 0, now: 5 * Self.second + 1)
-        #expect(two.lossBased == 1_836_000, "5 s on it no longer does: a second's 8 %")
+        two.report(fractionLost: 0, from: 0, now: 14 * Self.second)
+        #expect(two.lossBased == 1_700_000, "receiver 1's one report of 14 s ago still holds")
+        two.report(fractionLost: 0, from: 0, now: 15 * Self.second + 1)
+        #expect(two.lossBased == 1_836_000, "15 s on it no longer does: a second's 8 %")
+        var slow = BitrateController(floor: 150_000, ceiling: 2_000_000)
+        slow.report(fractionLost: 0.5, now: 0)
+        for n in 1..<6 {
+            for t in 1...7 { slow.tick(now: (UInt64(n - 1) * 7 + UInt64(t)) * Self.second - 1) }
+            slow.report(fractionLost: 0.05, now: UInt64(n) * 7 * Self.second)
+        }
+        #expect(slow.lossBased == 1_500_000, "5 % every 7 s holds the rate: \(slow.lossBased)")
         var one = BitrateController(floor: 150_000, ceiling: 2_500_000)
         for n in 0..<12 { one.report(fractionLost: 0.5, now: UInt64(n) * 350_000_000) }
         #expect(one.target(now: 4 * Self.second) == 150_000)

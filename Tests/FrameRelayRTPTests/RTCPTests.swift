@@ -102,6 +102,24 @@ struct RTCPTests {
         #expect(app == [0x80, 0xCC, 0x00, 0x03, 0x01, 0x02, 0x03, 0x04, 0x46, 0x52, 0x66, 0x62, 0x0A, 0x0B, 0x0C, 0x0D] && parsed(app, ssrc: 0x0A0B_0C0D).asksForRepair)
     }
 
+    /// A NACK naming 6,324 packets (372 words, every bit set, in one
+    /// 1,500-byte datagram) is read up to what a sender keeps, 1,024: a
+    /// flood of them cost the pacer's thread six times as much before.
+    @Test func aNACKIsReadUpToWhatTheSenderKeeps() {
+        var bytes = [UInt8](repeating: 0, count: 12 + 372 * 4)
+        bytes[0] = 0x81
+        bytes[1] = 205
+        (bytes[2], bytes[3]) = (UInt8((bytes.count / 4 - 1) >> 8), UInt8((bytes.count / 4 - 1) & 0xFF))
+        (bytes[8], bytes[9], bytes[10], bytes[11]) = (0x0A, 0x0B, 0x0C, 0x0D)
+        for word in 0..<372 {
+            let first = UInt16(word * 17)
+            (bytes[12 + word * 4], bytes[13 + word * 4], bytes[14 + word * 4], bytes[15 + word * 4]) = (UInt8(first >> 8), UInt8(first & 0xFF), 0xFF, 0xFF)
+        }
+        var feedback = RTCP.Feedback()
+        bytes.withUnsafeBytes { RTCP.parse($0, ssrc: 0x0A0B_0C0D, into: &feedback) }
+        #expect(feedback.nacked.count == RTCP.Feedback.maxNacked && feedback.nacked.prefix(18) == [0] + (1...17).map { UInt16($0) })
+    }
+
     /// Hostile timestamps and a receiver left running for days do not trap.
     @Test func timestampsHalfTheClockApartAndAnOldSenderReportDoNotTrap() {
         var reception = ReceptionStatistics(first: 1)

@@ -239,4 +239,18 @@ struct WireFormatTests {
         check(history.resend(UInt16(RetransmissionHistory.resendBurst), now: 1) != nil)
         check(history.resend(UInt16(RetransmissionHistory.resendBurst + 1), now: 1) == nil)
     }
+
+    /// Each destination has its own budget and its own 100 ms per packet:
+    /// one that spent its budget leaves another's whole, and a packet just
+    /// resent to one goes to another that asks.
+    @Test func eachDestinationHasItsOwnResendBudget() {
+        var history = RetransmissionHistory(packetSize: 16, destinations: 2)
+        for sequence in 0..<RetransmissionHistory.capacity { record(&history, UInt16(sequence), [UInt8(truncatingIfNeeded: sequence)]) }
+        var resent = 0
+        for sequence in 0..<RetransmissionHistory.capacity where history.resend(UInt16(sequence), to: 1, now: 1) != nil { resent += 1 }
+        #expect(resent == RetransmissionHistory.resendBurst)
+        #expect(history.resend(0, to: 0, now: 1).map(Array.init) == [0], "destination 0's budget is its own")
+        #expect(history.resend(0, to: 0, now: 2) == nil, "within 100 ms of its own resend")
+        #expect(history.resend(0, to: 2, now: 1) == nil, "no destination 2")
+    }
 }

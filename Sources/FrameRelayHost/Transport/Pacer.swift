@@ -200,7 +200,7 @@ final class Pacer: @unchecked Sendable {
         stream.sender.poll(now: now) { datagram, route in
             switch route {
             case .media: transmit(datagram, to: stream.destinations, state: &state)
-            case .repair(let asking): for index in asking { transmit(datagram, to: stream.destinations[index...index], state: &state) }
+            case .repair(let index): transmit(datagram, to: stream.destinations[index...index], state: &state)
             case .control: for destination in stream.rtcpDestinations { _ = try? rtcpSocket.send(datagram, to: destination) }
             }
         }

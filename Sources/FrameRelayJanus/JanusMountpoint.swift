@@ -40,7 +40,9 @@ public struct JanusMountpoint: Sendable, Codable, Equatable {
     /// is one layer, so that browsers and native viewers of one mountpoint
     /// read it alike.
     public static func layers(inDescription description: String) -> (name: String, layers: Int, bitrates: [Int]?) {
-        guard let match = description.wholeMatch(of: /(.*) layers=([1-3])(?: kbps=([0-9]+(?:,[0-9]+)*))?/), let layers = Int(match.2) else {
+        // A control character or line separator anywhere: one layer (the two languages' `.` part over U+0085).
+        let unread = description.unicodeScalars.contains { $0.properties.generalCategory == .control || $0 == "\u{2028}" || $0 == "\u{2029}" }
+        guard !unread, let match = description.wholeMatch(of: /(.*) layers=([1-3])(?: kbps=([0-9]+(?:,[0-9]+)*))?/), let layers = Int(match.2) else {
             return (description, 1, nil)
         }
         let rates = match.3.map { $0.split(separator: ",").map { Int($0) ?? 0 } }

@@ -266,6 +266,7 @@ import Testing
             ("g layers=2 kbps=500,2500 ", 1, nil), ("g layers=2 note kbps=500,2500", 1, nil), ("g layers=3 kbps=500,0,2500", 3, nil),
             ("g layers=2 kbps=2500,500", 2, nil), ("g layers=2 kbps=500,2500,900", 2, nil), ("g layers=2 kbps=500,200000", 2, nil), ("g layers=4", 1, nil),
             ("a layers=1 b layers=2 kbps=1,2", 2, [1, 2]), ("g\nlayers=2", 1, nil), ("", 1, nil),
+            ("a\u{85}b layers=2", 1, nil), ("a\u{2028}b layers=2 kbps=1,2", 1, nil), ("a\rb layers=2", 1, nil), ("g\u{301} layers=2", 2, nil), ("g layers=2\u{301}", 1, nil),
         ]
         let input = Paths.temporaryDirectory().appendingPathComponent("layer-descriptions.json")
         try JSONEncoder().encode(cases.map(\.0)).write(to: input)

@@ -100,6 +100,8 @@ LayerRule.capacityFrames = 60; LayerRule.capacityMinimum = 30; LayerRule.sizeSpr
 // with the same expression: "NAME layers=N kbps=A,B"; anything else is one layer. The bitrates, one for each
 // layer, each 1 to 100,000 kbit/s and rising, or null.
 function layersInDescription(description) {
+  // A control character or line separator anywhere: one layer (the two languages' `.` part over U+0085).
+  if (/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(description)) return { layers: 1, bitrates: null };
   const described = description.match(/^(.*) layers=([1-3])(?: kbps=([0-9]+(?:,[0-9]+)*))?$/);
   const layers = described ? Number(described[2]) : 1;
   const rates = described && described[3] ? described[3].split(',').map(Number) : [];

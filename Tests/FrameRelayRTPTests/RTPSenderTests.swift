@@ -28,6 +28,23 @@ import Testing
 
     static func sequence(_ packet: [UInt8]) -> UInt16 { UInt16(packet[2]) << 8 | UInt16(packet[3]) }
 
+    /// A sender that adapts, with a 96 kbit/s target (12,000 bytes a second:
+    /// ten packets) and a 20 kbit/s floor, once a keyframe of 20 packets
+    /// (sequence numbers 100–119) has left; `drained`: when it had.
+    static func adaptingAfterTwentyPackets(destinations: Int = 1, drained: inout UInt64) -> RTPSender {
+        var configuration = RTPSender.Configuration(ssrc: ssrc)
+        configuration.destinations = destinations
+        configuration.targetBitrate = 96_000
+        configuration.adapts = true
+        configuration.floorBitrate = 20_000
+        var sender = RTPSender(configuration, sequence: 100, pictureID: 7, rtpBase: 1000, wallClock: { ntp })
+        frame(packets: 20).withUnsafeBytes { _ = sender.send($0, keyframe: true, captureTime: 0, now: 0) }
+        var now: UInt64 = 0
+        while sender.waitingBytes > 0, now < 1_000_000_000 { now = poll(&sender, at: now).next ?? now }
+        drained = now
+        return sender
+    }
+
     /// A sender pacing at 1.2 MB/s (a 3.84 Mbit/s target, 2.5 times) with 10 ms of it at once: 10 packets of 1,200 bytes.
     static func paced() -> RTPSender {
         var configuration = RTPSender.Configuration(ssrc: ssrc)
@@ -137,15 +154,8 @@ import Testing
     /// destination took. (Sent to every destination, one receiver's NACKs
     /// doubled another's bitrate; with one queue, a flood left another's unanswered.)
     @Test func resendsGoOnlyToTheDestinationsThatAsked() {
-        var configuration = RTPSender.Configuration(ssrc: Self.ssrc)
-        configuration.destinations = 3
-        configuration.targetBitrate = 96_000  // 12,000 bytes a second: ten packets
-        configuration.adapts = true
-        configuration.floorBitrate = 20_000
-        var sender = RTPSender(configuration, sequence: 100, pictureID: 7, rtpBase: 1000, wallClock: { Self.ntp })
-        Self.frame(packets: 20).withUnsafeBytes { _ = sender.send($0, keyframe: true, captureTime: 0, now: 0) }
-        var now: UInt64 = 0
-        while sender.waitingBytes > 0, now < 1_000_000_000 { now = Self.poll(&sender, at: now).next ?? now }
+        var drained: UInt64 = 0
+        var sender = Self.adaptingAfterTwentyPackets(destinations: 3, drained: &drained)
         let second: UInt64 = 2_000_000_000
         var nack = [UInt8](repeating: 0, count: 64)
         func ask(_ sequences: [UInt16], host: [Int], port: [Int], at: UInt64) {
@@ -180,14 +190,8 @@ import Testing
     /// Resends take at most the target over a second, go in the pacing's
     /// bucket ahead of new packets, and the encoder is given what they leave.
     @Test func resendsTakeAtMostTheTargetAndTheEncoderGetsWhatTheyLeave() {
-        var configuration = RTPSender.Configuration(ssrc: Self.ssrc)
-        configuration.targetBitrate = 96_000  // 12,000 bytes a second: ten packets
-        configuration.adapts = true
-        configuration.floorBitrate = 20_000
-        var sender = RTPSender(configuration, sequence: 100, pictureID: 7, rtpBase: 1000, wallClock: { Self.ntp })
-        Self.frame(packets: 20).withUnsafeBytes { _ = sender.send($0, keyframe: true, captureTime: 0, now: 0) }
         var now: UInt64 = 0
-        while sender.waitingBytes > 0, now < 1_000_000_000 { now = Self.poll(&sender, at: now).next ?? now }
+        var sender = Self.adaptingAfterTwentyPackets(drained: &now)
         #expect(sender.waitingBytes == 0 && sender.encoderBitrate(now: now) == 96_000)
         let second: UInt64 = 1_000_000_000
         var nack = [UInt8](repeating: 0, count: 64)

@@ -58,8 +58,11 @@ package struct BitrateController: Sendable {
     }
 
     /// The lowest REMB of the receivers that sent one within ``estimateLifetime``.
+    /// (A loop, not a chain of arrays: the sender asks at every poll.)
     package func estimate(now: UInt64) -> Int? {
-        estimates.compactMap { $0 }.filter { now &- $0.at < Self.estimateLifetime }.map(\.bitsPerSecond).min()
+        var lowest: Int?
+        for case let estimate? in estimates where now &- estimate.at < Self.estimateLifetime { lowest = min(lowest ?? .max, estimate.bitsPerSecond) }
+        return lowest
     }
 
     /// The rate the stream should be sent at now, bits/s.
@@ -77,7 +80,8 @@ package struct BitrateController: Sendable {
         defer { grownTo = now }
         // Growth starts from what a receiver's fresh REMB says it takes, not from a rate far above it that it never carried.
         if let estimate = estimate(now: now), lossBased > 2 * estimate { rate = Double(max(floor, min(ceiling, 2 * estimate))) }
-        let worst = losses.compactMap { $0 }.filter { now < Self.lapses(at: $0.at, interval: $0.interval) }.map(\.fraction).max() ?? 0
+        var worst = 0.0
+        for case let loss? in losses where now < Self.lapses(at: loss.at, interval: loss.interval) { worst = max(worst, loss.fraction) }
         if worst < 0.02 {
             // For the time since the last report: a long silence earns no more than a second, and reports in quick succession no more than their time.
             guard let last = grownTo else { return }
@@ -94,8 +98,10 @@ package struct BitrateController: Sendable {
     /// reported loss and left, or whose reports stopped, does not hold its
     /// stream at the floor for good). Call it as time passes.
     package mutating func tick(now: UInt64) {
-        let reports = losses.compactMap { $0 }
-        guard let grown = grownTo, let lapsed = reports.map({ Self.lapses(at: $0.at, interval: $0.interval) }).max(), now >= lapsed else { return }
+        // When the last report to lapse did (a loop: the sender calls this at every poll).
+        var lapsed: UInt64?
+        for case let loss? in losses { lapsed = max(lapsed ?? 0, Self.lapses(at: loss.at, interval: loss.interval)) }
+        guard let grown = grownTo, let lapsed, now >= lapsed else { return }
         let from = max(grown, lapsed)
         guard now > from else { return }
         grow(seconds: Double(now - from) / 1e9)

@@ -248,7 +248,10 @@ package struct RTPSender: ~Copyable {
     /// protection overhead), at least the floor when the stream adapts.
     package mutating func encoderBitrate(now: UInt64) -> Int {
         advanceResentSlots(now: now)
-        let left = configuration.targetBitrate - resentBytes.indices.map { resentInLastSecond(to: $0) }.max()! * 8
+        // Asked once a frame: a loop, no array.
+        var most = 0
+        for destination in resentBytes.indices { most = max(most, resentInLastSecond(to: destination)) }
+        let left = configuration.targetBitrate - most * 8
         return max(min(configuration.floorBitrate, configuration.targetBitrate), left)
     }
 

@@ -17,6 +17,8 @@ final class NativeViewers: LoadTestWatchers {
     let fps: Int
     let work: URL
     private var process: Process?
+    /// Whether it had to be killed while stopped (SIGSTOP), said with the figures it did not report.
+    private var killedStopped = false
     private let report: URL
     private let logFile: URL
     private var traces: [URL] = []
@@ -54,18 +56,19 @@ final class NativeViewers: LoadTestWatchers {
     var pids: [Int32] { process.map { [$0.processIdentifier] } ?? [] }
 
     func terminateAll() {
-        process?.end()
+        guard let process else { return }
+        if Process.end([process]).first == .killed(stopped: true) { killedStopped = true }
     }
 
     func results(names: [String], traces: [URL], grace: Double = 15) -> [LoadTestReport.Viewers?] {
         guard let process else { return names.map { _ in nil } }
         let deadline = MonotonicClock.now() + UInt64(grace * 1e9)
         while process.isRunning, MonotonicClock.now() < deadline { usleep(20_000) }
-        process.end()
+        terminateAll()
         guard let data = FileManager.default.contents(atPath: report.path), let audience = try? JSONDecoder().decode(AudienceReport.self, from: data) else {
             // No report: every share's viewers failed, with the process's last words (or how it ended).
             let words = (try? String(contentsOf: logFile, encoding: .utf8))?.split(separator: "\n").last.map { ": " + PeerText.quoted($0) }
-            let reason = "frame-relay subscribe reported nothing (\(process.endedAs))\(words ?? "")"
+            let reason = "frame-relay subscribe reported nothing (\(process.endedAs))\(killedStopped ? ", stopped (SIGSTOP) when its time was up" : "")\(words ?? "")"
             log("load-test: the viewers: \(reason)")
             return names.map { _ in
                 LoadTestReport.Viewers(

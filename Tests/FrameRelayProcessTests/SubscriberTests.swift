@@ -351,6 +351,6 @@ import FrameRelayJanus
         let report = try JSONDecoder().decode(LoadTestReport.self, from: Data(contentsOf: URL(fileURLWithPath: run.directory + "/load.json")))
         let step = try #require(report.steps.first)
         #expect(!step.passed)
-        #expect(step.failures.contains { $0.contains("frame-relay subscribe reported nothing (killed by signal 9)") }, "\(step.failures)")
+        #expect(step.failures.contains { $0.contains("frame-relay subscribe reported nothing (killed by signal 9), stopped (SIGSTOP) when its time was up") }, "\(step.failures)")
     }
 }

@@ -207,6 +207,46 @@ struct SimulcastTests {
                     && polish.allSatisfy { $0.bytes.count <= 1_000 }, "\(afterBox.map { ($0.bytes.count, $0.captureTime / 33_333_333) })")
     }
 
+    /// Typing after the first keyframe: only base frames refine the picture,
+    /// and the upper layer's frames carry a few characters each, so the
+    /// top's base takes most of its rate and its picture refines in 32
+    /// frames, where one layer's took 21. At the split for moving content
+    /// (60 %) it refined for 44 frames, and two layers cost 1.13–1.16x one
+    /// layer's CPU over 10 s (1.06–1.09x now). A window moving keeps that
+    /// split: its upper frames carry half the motion. The small layer keeps
+    /// it too: at the calm split its keyframe in a scroll came to 43–49 KB
+    /// against 29 (``aLowerLayersKeyframeFitsANarrowLinksQueue()``).
+    @Test func aCalmScreenGivesTheBaseTemporalLayerMostOfTheRate() throws {
+        func refined(calmShare: Int, layers: Int = 2) throws -> (frames: Int?, calm: [Bool]) {
+            var options = SharePipeline.Options()
+            options.settings.threads = 1
+            options.settings.keyframeInterval = 0
+            options.settings.calmBaseLayerPercent = calmShare
+            options.simulcast = Simulcast(layers: layers)
+            let share = try InProcessShare("calm\(calmShare)-\(layers)", width: 1280, height: 720, options: options, sinks: [Streams()])
+            let screen = try ContentScreen(.typing, width: 1280, height: 720)
+            var frames: Int?
+            for n in 0..<60 {
+                let source = try #require(screen.nextFrame(number: UInt64(n)))
+                _ = try share.relay(source.picture, n, damage: source.damage)
+                // Refined: no more than typing's own few macroblocks left to refine.
+                if frames == nil, n > 0, share.pipeline.encoder.stats.refining < 100 { frames = n }
+            }
+            return (frames, share.pipeline.encoder.layers.map(\.encoder.calm))
+        }
+        let calm = try refined(calmShare: 90), moving = try refined(calmShare: 60), one = try refined(calmShare: 90, layers: 1)
+        #expect(calm.calm == [false, true])
+        #expect(try #require(calm.frames) <= 36 && (moving.frames ?? 60) >= 40, "refined after \(String(describing: calm.frames)) frames, at 60 % \(String(describing: moving.frames)), one layer \(String(describing: one.frames))")
+
+        let (share, _) = try layeredShare("calmmoving", 1280, 720)
+        let screen = try SyntheticScreen(width: 1280, height: 720, format: .i420)
+        for n in 0..<20 {
+            let source = try #require(screen.nextFrame(number: UInt64(n)))
+            _ = try share.relay(source.picture, n, damage: source.damage)
+        }
+        #expect(share.pipeline.encoder.layers.map(\.encoder.calm) == [false, false])
+    }
+
     /// The producer goes quiet (paused, or a still screen it sends nothing
     /// for) after typing, at each point of the layers' patterns: the small
     /// layer may have gathered the last characters, and either layer's last

@@ -34,7 +34,7 @@ public final class ContentAwareEncoder {
     /// What changed since the last picture; nil when every frame is encoded whole.
     private let damage: DamageDetector?
     /// One per stream, smallest first; the last is the whole picture.
-    private let layers: [SimulcastLayer]
+    let layers: [SimulcastLayer]
     /// What it did so far (the share's statistics add the latencies).
     public private(set) var stats = EncodeStats()
     /// The last frame's metadata, for ``flushHeldBack(captureTime:output:)`` and ``encodeTail(captureTime:output:)``.
@@ -208,6 +208,17 @@ public final class ContentAwareEncoder {
     /// frames after the last frame (a busy machine's) adds none.
     static let tailAfter: UInt64 = 500_000_000
 
+    /// A base-layer frame of the top layer whose picture changed since the
+    /// last base frame in under one in this many macroblocks is of a calm
+    /// screen (``VP8Encoder/setCalm(_:)``): typing, a pointer, a clock, a
+    /// still screen refining; a window moving, a scroll or video are not.
+    /// A keyframe is not: at the calm split the top's keyframes on typing
+    /// came to 48–55 KB against 41–45. Nor is a lower layer ever: libvpx's
+    /// buffer, fuller at the calm split, let the small layer's keyframe in
+    /// a scroll come to 43–49 KB against 29, over a narrow link's queue
+    /// (``Simulcast/lowerLayerKeyframeCap``); its refinement goes in sweeps at its own pace.
+    static let calmShare = 16
+
     /// `layer`'s picture of `input` (the whole picture): the top's is
     /// `input`; a lower layer's is scaled again only in the rows that changed
     /// (a keyframe, a new size: all of them).
@@ -253,6 +264,15 @@ public final class ContentAwareEncoder {
             let motion = !keyframe && layer.schedule.sinceBaseCount * Simulcast.motionShare >= layer.schedule.columns * layer.schedule.rows
             try setSpeed(of: layer, motion ? Simulcast.lowerLayerMotionSpeed : Simulcast.lowerLayerSpeed, metadata)
             if motion { layer.stats.motionFrames += 1 }
+        }
+        // The top's base frame of a calm screen: its upper layer's frames will carry little, the base refines with most of the rate.
+        if layer.isTop, temporalLayer == 0, damage != nil {
+            let calm = !keyframe && layer.schedule.sinceBaseCount * Self.calmShare < layer.schedule.columns * layer.schedule.rows
+            do {
+                try layer.encoder.setCalm(calm)
+            } catch {
+                throw InvalidFrame.undecodable(frameNumber: metadata.frameNumber, reason: "\(error)")
+            }
         }
         layer.temporal.encoded(captureTime: metadata.captureTime, layer: temporalLayer)
         let outcome: EncodeOutcome

@@ -23,6 +23,10 @@ public final class VP8Encoder {
     private var config = vpx_codec_enc_cfg_t()
     /// The target bitrate now, kbit/s (the settings', until ``setBitrate(_:)``).
     public private(set) var bitrateKbps: Int
+    /// Whether the screen changes little (``setCalm(_:)``): the base temporal layer's share is then ``VP8Settings/calmBaseLayerPercent``.
+    public private(set) var calm = false
+    /// The base temporal layer's share of the bitrate now, in percent.
+    var baseLayerPercent: Int { calm ? settings.calmBaseLayerPercent : settings.baseLayerPercent }
     /// libvpx `cpu-used` now (the settings', until ``setSpeed(_:)``).
     public private(set) var speed: Int
     private var isOpen = false
@@ -58,7 +62,7 @@ public final class VP8Encoder {
         guard configured == VPX_CODEC_OK else {
             throw .library("vpx_codec_enc_config_default", String(cString: vpx_codec_err_to_string(configured)))
         }
-        if settings.temporalLayers == 2 { cvpx_temporal_layers(&config, UInt32(bitrateKbps), UInt32(settings.baseLayerPercent)) }
+        if settings.temporalLayers == 2 { cvpx_temporal_layers(&config, UInt32(bitrateKbps), UInt32(baseLayerPercent)) }
         if bitrateKbps < settings.bitrateKbps { config.rc_dropframe_thresh = 30 }  // as setBitrate(_:) leaves it
         let status = cvpx_enc_init(&context, &config)
         guard status == VPX_CODEC_OK else {
@@ -81,8 +85,24 @@ public final class VP8Encoder {
         let kbps = min(100_000, max(1, kbps))
         guard kbps != bitrateKbps else { return }
         bitrateKbps = kbps
+        try configureRate()
+    }
+
+    /// Says whether the screen changes little, from the next frame on: with
+    /// two temporal layers the base layer then takes
+    /// ``VP8Settings/calmBaseLayerPercent`` of the bitrate, else
+    /// ``VP8Settings/baseLayerPercent`` (no keyframe; libvpx keeps each
+    /// layer's buffer). One temporal layer has no split: nothing changes.
+    public func setCalm(_ calm: Bool) throws(CodecError) {
+        guard settings.temporalLayers > 1, calm != self.calm else { return }
+        self.calm = calm
+        try configureRate()
+    }
+
+    /// Gives a running encoder ``bitrateKbps``, split between its temporal layers by ``baseLayerPercent``.
+    private func configureRate() throws(CodecError) {
         guard isOpen else { return }
-        try control("vpx_codec_enc_config_set", cvpx_set_bitrate(&context, &config, UInt32(kbps), UInt32(settings.baseLayerPercent), kbps < settings.bitrateKbps ? 1 : 0))
+        try control("vpx_codec_enc_config_set", cvpx_set_bitrate(&context, &config, UInt32(bitrateKbps), UInt32(baseLayerPercent), bitrateKbps < settings.bitrateKbps ? 1 : 0))
     }
 
     /// Sets libvpx `cpu-used` (-16...16) from the next frame on.

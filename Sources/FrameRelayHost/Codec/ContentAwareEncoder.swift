@@ -211,7 +211,8 @@ public final class ContentAwareEncoder {
     /// A base-layer frame of the top layer whose picture changed since the
     /// last base frame in under one in this many macroblocks is of a calm
     /// screen (``VP8Encoder/setCalm(_:)``): typing, a pointer, a clock, a
-    /// still screen refining; a window moving, a scroll or video are not.
+    /// still screen refining; a window moving, a scroll or video are not;
+    /// nor any while the layer sends more than its bitrate (``LayerSpend``).
     /// A keyframe is not: at the calm split the top's keyframes on typing
     /// came to 48–55 KB against 41–45. Nor is a lower layer ever: libvpx's
     /// buffer, fuller at the calm split, let the small layer's keyframe in
@@ -267,7 +268,7 @@ public final class ContentAwareEncoder {
         }
         // The top's base frame of a calm screen: its upper layer's frames will carry little, the base refines with most of the rate.
         if layer.isTop, temporalLayer == 0, damage != nil {
-            let calm = !keyframe && layer.schedule.sinceBaseCount * Self.calmShare < layer.schedule.columns * layer.schedule.rows
+            let calm = !keyframe && layer.spend.withinRate && layer.schedule.sinceBaseCount * Self.calmShare < layer.schedule.columns * layer.schedule.rows
             do {
                 try layer.encoder.setCalm(calm)
             } catch {
@@ -350,6 +351,7 @@ public final class ContentAwareEncoder {
         }
         layer.lastEncodedCapture = metadata.captureTime
         layer.sweepBudget?.spent(outcome.bytes, keyframe: outcome.keyframe)
+        layer.spend.sent(outcome.bytes, keyframe: outcome.keyframe, captureTime: metadata.captureTime, kbps: encoder.bitrateKbps)
         layer.stats.width = input.width
         layer.stats.height = input.height
         layer.stats.frames = encoder.framesEncoded

@@ -228,7 +228,7 @@ func layersBenchmarks(quick: Bool) throws -> [BenchmarkResult] {
         }
         let frameCount = Double(count - 5), halfCount = Double(count - count / 2), small = two.pipeline.stats.layers[0]
         results.append(BenchmarkResult(name: "layers.\(source).720p.two_to_one_layer_cpu_ratio", unit: "x", value: cpu.two / cpu.one,
-            extra: String(format: "host CPU a frame: two layers %.0f µs, one layer %.0f µs; second half %.1f against %.1f µs; the small layer encoded %d frames (%d searching motion, much of it moving), left %d to a later one (the rest had nothing to code)",
+            extra: String(format: "host CPU a frame: two layers %.0f µs, one layer %.0f µs; second half %.1f against %.1f µs; the small layer encoded %d frames (%d of them searching motion, where much of the picture moved), left %d to a later one (the rest had nothing to code)",
                           cpu.two / frameCount / 1000, cpu.one / frameCount / 1000, secondHalf.two / halfCount / 1000, secondHalf.one / halfCount / 1000,
                           small.frames, small.motionFrames, small.gathered),
             atMost: source == "pattern" ? 1.3 : nil))

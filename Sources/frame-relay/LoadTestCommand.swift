@@ -209,7 +209,7 @@ struct LoadTest: ParsableCommand {
     /// One line for a share's group of viewers: how many watched, loss, repairs, waits, freezes, latency.
     static func viewerLine(_ share: String, _ group: LoadTestReport.ViewerGroup) -> String {
         "\(share) [\(group.link)]: \(group.watching) of \(group.viewers) watching, lost \(fixed(group.lossPercent, 2)) %, \(group.recoveredPackets) packets recovered by NACK, "
-            + "\(group.plisSent) PLIs, \(group.keyframeWaits) keyframe waits, \(fixed(group.freezesPerMinute, 1)) freezes/min"
+            + "\(group.plisSent) PLIs, \(group.keyframeWaits) keyframe waits, \(group.framesPerSecond > 0 ? "\(group.freezesText) freezes/min" : group.freezesText)"
             + (group.p99Ms.map { ", capture→viewer p50 \(fixed(group.p50Ms ?? 0, 1)) ms p99 \(fixed($0, 1)) ms" } ?? "")
             + (group.picturesChecked > 0 ? ", \(group.picturesChecked) pictures checked (\(group.picturesWrong) wrong)" : "")
             + (group.picturesTooSmall > 0 ? ", \(group.picturesTooSmall) not checked (on a layer too small to read the stamp)" : "")

@@ -236,6 +236,16 @@ import Testing
         narrow.lostEachSecond = [0, 0]
         report.steps[0].shares[0].viewers?.groups = [free, narrow]
         #expect(!LoadTestHTML.render(report).contains("packets lost after repair"), "no loss, no chart")
+
+        // A group shown no picture is not a group that never froze.
+        free.framesPerSecond = 29.5
+        free.freezesPerMinute = 2.1
+        narrow.framesPerSecond = 0
+        report.steps[0].shares[0].viewers?.groups = [free, narrow]
+        report.steps[0].viewersPerShare = 4
+        let table = LoadTestHTML.render(report)
+        #expect(free.freezesText == "2.1" && narrow.freezesText == "no picture shown")
+        #expect(table.contains("<td>2.1</td>") && table.contains("<td>no picture shown</td>") && !table.contains("<td>0.0</td><td>900</td>"), "\(table)")
     }
 
     /// Run twice where its reports are, a load test says it replaced them.

@@ -82,7 +82,7 @@ public enum LoadTestHTML {
                 for group in viewers.groups {
                     rows += "<tr><td>\(name(s))</td><td>\(share.appGroup.htmlEscaped)</td><td>\(viewers.kind)</td><td>\(group.link.htmlEscaped)</td>"
                         + "<td class=\"\(group.watching < group.viewers ? "fail" : "pass")\">\(group.watching) of \(group.viewers)</td><td>\(fixed(group.lossPercent, 2))</td>"
-                        + "<td>\(group.recoveredPackets)</td><td>\(group.plisSent)</td><td>\(group.keyframeWaits)</td><td>\(fixed(group.freezesPerMinute, 1))</td>"
+                        + "<td>\(group.recoveredPackets)</td><td>\(group.plisSent)</td><td>\(group.keyframeWaits)</td><td>\(group.freezesText)</td>"
                         + "<td>\(group.firstFrameMaxMs.map { fixed($0, 0) } ?? "-")</td><td>\(group.p50Ms.map { fixed($0, 1) } ?? "-")</td><td>\(group.p99Ms.map { fixed($0, 1) } ?? "-")</td>"
                         + "<td>\(group.picturesChecked) (\(group.picturesWrong))</td><td>\(fixed(group.framesPerSecond, 1))</td><td>\(fixed(group.kbitPerSecond, 0))</td>"
                         + "<td style=\"text-align:left\">\(group.layersText.isEmpty ? "one layer" : group.layersText.htmlEscaped)</td></tr>"

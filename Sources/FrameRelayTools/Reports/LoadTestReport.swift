@@ -159,6 +159,11 @@ public struct LoadTestReport: Codable, Sendable {
         public var lostEachSecond: [Double] = []
         public var layerEachSecond: [Double] = []
 
+        /// Freezes a minute ("2.1"), or "no picture shown": a freeze is a
+        /// wait between two pictures shown, so a group shown none had no
+        /// chance to freeze, and 0.0 would read as a smooth picture.
+        public var freezesText: String { framesPerSecond > 0 ? fixed(freezesPerMinute, 1) : "no picture shown" }
+
         /// The time at each layer in one phrase: "0/1 20 %, 1/1 80 %, 3 switches" (empty without layers).
         public var layersText: String {
             layerPercent.isEmpty ? "" : layerPercent.keys.sorted().map { "\($0) \(fixed(layerPercent[$0]!, 0)) %" }.joined(separator: ", ") + ", \(layerSwitches) switches"

@@ -170,7 +170,7 @@ func runStep(
             p50Milliseconds: (share.encoded?.captureToEncoded.p50 ?? 0) / 1000, p99Milliseconds: (share.encoded?.captureToEncoded.p99 ?? 0) / 1000,
             hostCPUPercent: share.cpuSeconds / seconds * 100, producerCPUPercent: cpu / seconds * 100, latency: share.encoded?.captureToEncodedBins ?? [],
             viewers: watched[index], startedAfter: Double(startedAt - started[0]) / 1e9, steady: baselines[index].flatMap { steady(share, since: $0) })
-        if let layers = share.encoded?.layers, layers.count > 1 {
+        if let layers = share.encoded?.layers, !layers.isEmpty {
             result.layersSent = layers.map { .init(stream: $0.stream, width: $0.width, height: $0.height, targetKbps: $0.bitrateKbps, sentKbps: Double($0.bytes) * 8 / 1000 / seconds) }
         }
         // The producer's own rate, from its first frame to the host's last figures.

@@ -172,6 +172,9 @@ import FrameRelayJanus
         let report = try JSONDecoder().decode(LoadTestReport.self, from: Data(contentsOf: URL(fileURLWithPath: run.directory + "/load.json")))
         let groups = try #require(report.steps.first?.shares.first?.viewers?.groups, "\(run.output.suffix(1500))")
         try #require(groups.count == 2, "\(groups)")
+        // With one layer too, what the host sent is there to check the viewers' figures against.
+        let sent = try #require(report.steps.first?.shares.first?.layersSent, "\(run.output.suffix(1500))")
+        #expect(sent.count == 1 && sent[0].width == 640 && sent[0].sentKbps > 0 && run.output.contains("sent 640x360 "), "\(sent)")
         let (perfect, lossy) = (groups[0], groups[1])
         for group in groups {
             print("content screen\(encodeEveryFrame ? ", every frame encoded" : ""), \(group.link): \(group.freezes) freezes, \(group.keyframeWaits) keyframe waits (\(Int(group.keyframeWaitMs)) ms), "

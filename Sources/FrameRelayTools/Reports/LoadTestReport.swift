@@ -70,7 +70,7 @@ public struct LoadTestReport: Codable, Sendable {
         /// sent too few (its process was stopped).
         public var producerFramesPerSecond: Double?
         public var producerNote: String?
-        /// What the host sent on each simulcast layer, smallest first (nil: one layer): what a viewer's kbit/s is checked against.
+        /// What the host sent on each simulcast layer, smallest first (one with `--layers 1`; nil: nothing encoded): what a viewer's kbit/s is checked against.
         public var layersSent: [LayerSent]?
 
         public init(appGroup: String, framesIn: UInt64, framesOut: UInt64, framesSkipped: UInt64 = 0, dropPercent: Double, fps: Double, p50Milliseconds: Double, p99Milliseconds: Double, hostCPUPercent: Double, producerCPUPercent: Double, latency: [LatencyBin], viewers: Viewers? = nil, startedAfter: Double = 0, steady: Steady? = nil) {

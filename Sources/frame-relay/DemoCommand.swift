@@ -3,6 +3,7 @@ import Foundation
 import FrameRelaySystem
 import FrameRelayFrames
 import FrameRelayRing
+import FrameRelayProducer
 import FrameRelayRTP
 import FrameRelayHTTP
 import FrameRelayHost
@@ -29,6 +30,14 @@ struct Demo: ParsableCommand {
         return text
     })
     var surface = "monitor"
+    @Option("content", "MODEL", help: "What the synthetic screen shows: pattern (a window moving every frame) or a content model, "
+        + ContentScreen.Content.allCases.map(\.rawValue).joined(separator: ", ") + " (mixed: a scripted minute of real use).", default: "pattern", transform: { text in
+        guard text == "pattern" || ContentScreen.Content(rawValue: text) != nil else {
+            throw UsageError("invalid --content \"\(text)\": pattern or one of " + ContentScreen.Content.allCases.map(\.rawValue).joined(separator: ", "))
+        }
+        return text
+    })
+    var content = "pattern"
     @Option("size", "WxH", help: "Picture size of the synthetic screen.", default: "1280x720", transform: { try parseSize($0, option: "size") })
     var size = (width: 1280, height: 720)
     @Option("fps", "N", in: 1...1000, help: "Frames per second.") var fps = 30.0
@@ -63,6 +72,7 @@ struct Demo: ParsableCommand {
             throw UsageError("--\($cast.isGiven ? "cast" : "surface") is for --source screencast, not --source \(source)")
         }
         if source != "pattern", $size.isGiven { throw UsageError("--size is the synthetic screen's: --source \(source) has the size of its desktop") }
+        if source != "pattern", $content.isGiven { throw UsageError("--content is the synthetic screen's: --source \(source) shows its desktop") }
         try checkOutputs([("report", report.map { [$0] } ?? []), ("trace", trace.map { [$0] } ?? [])])
         if rtp != nil { try OutputFile.check("demo.sdp", option: "rtp") }
     }
@@ -85,6 +95,7 @@ struct Demo: ParsableCommand {
         producer.arguments = [
             "--app-group", group.name, "--source", source, "--fps", "\(fps)", "--format", "\(format)", "--exit-with-parent",
         ] + (source == "pattern" ? ["--size", "\(size.width)x\(size.height)"] : [])
+          + (content == "pattern" ? [] : ["--content", content])
           + (source == "screencast" ? ["--cast", cast, "--surface", surface] : [])
         var encoding = SharePipeline.Options()
         encoding.settings.keyframeInterval = keyframeInterval

@@ -119,6 +119,8 @@ import Testing
         (["demo", "--janus", "--layer-bitrates", "300,900", "--bitrate", "900"], "--layer-bitrates sets the top layer's bitrate too"),
         (["demo", "--surface", "window"], "--surface is for --source screencast, not --source pattern"),
         (["demo", "--source", "x11", "--size", "640x480"], "--size is the synthetic screen's"),
+        (["demo", "--source", "x11", "--content", "typing"], "--content is the synthetic screen's: --source x11 shows its desktop"),
+        (["demo", "--content", "typng"], "invalid --content \"typng\": pattern or one of still, typing"),
         (["load-test", "--html", "/nonexistent/x.html"], "cannot write --html /nonexistent/x.html"),
         (["load-test", "--retries", "2"], "--retries needs --ramp"),
         (["load-test", "--janus", "http://127.0.0.1:1/janus", "--layers", "2", "--size", "100x100"], "--layers 2: 2 layers need a picture at least 128x128"),

@@ -345,6 +345,19 @@ import Testing
         #expect(!segmentExists(group))
     }
 
+    /// `demo --content` shows a content model instead of the pattern: a
+    /// still screen's frames are mostly skipped, where the pattern's all code.
+    @Test func aDemoShowsTheContentAsked() throws {
+        let group = uniqueGroup("contentdemo")
+        let report = Paths.temporaryDirectory().appendingPathComponent("demo.json").path
+        let demo = run(Paths.executable("frame-relay"), ["demo", "--quiet", "--content", "still", "--app-group", group.name, "--http", "\(freePortPair())",
+                                                          "--size", "320x240", "--duration", "3", "--report", report])
+        #expect(demo.status == 0, "\(demo.stderr)")
+        let encoded = try #require(try JSONDecoder().decode([ShareStats].self, from: Data(contentsOf: URL(fileURLWithPath: report))).first?.encoded)
+        #expect(encoded.frames > 0 && encoded.skipped >= 2 * encoded.frames, "\(encoded.frames) encoded, \(encoded.skipped) skipped")
+        #expect(!segmentExists(group))
+    }
+
     @Test func demoRunsEverythingAndLeavesNothingBehind() throws {
         let group = uniqueGroup("demo")
         let port = freePortPair()

@@ -3,9 +3,10 @@ import Foundation
 import FrameRelaySystem
 import FrameRelayHTTP
 import FrameRelayTools
+import FrameRelayProducer
 
 /// What the subcommands share: the log line, output checks, listen
-/// addresses, and finding the package's other executables.
+/// addresses, the screen's content, and finding the package's other executables.
 
 /// One line on stderr; a closed stderr (`frame-relay … 2>&1 | head -1`) loses it
 /// quietly (FileHandle's write trapped there: SIGILL).
@@ -27,6 +28,18 @@ func checkOutputs(_ outputs: [(option: String, paths: [String])]) throws {
             seen[key] = option
         }
     }
+}
+
+/// `--content MODEL`'s help: what a synthetic screen shows.
+let contentHelp = "pattern (a window moving every frame: the worst case) or a content model, "
+    + ContentScreen.Content.allCases.map(\.rawValue).joined(separator: ", ") + " (mixed: a scripted minute of real use)."
+
+/// `--content MODEL`: `pattern` or a ``ContentScreen/Content`` (broadcast-sim's `--content`).
+func parseContent(_ text: String) throws -> String {
+    guard text == "pattern" || ContentScreen.Content(rawValue: text) != nil else {
+        throw UsageError("invalid --content \"\(text)\": pattern or one of " + ContentScreen.Content.allCases.map(\.rawValue).joined(separator: ", "))
+    }
+    return text
 }
 
 /// Parses `PORT` or `ADDRESS:PORT` for a listening socket (loopback by default).

@@ -3,7 +3,6 @@ import Foundation
 import FrameRelaySystem
 import FrameRelayFrames
 import FrameRelayRing
-import FrameRelayProducer
 import FrameRelayRTP
 import FrameRelayHTTP
 import FrameRelayHost
@@ -30,13 +29,7 @@ struct Demo: ParsableCommand {
         return text
     })
     var surface = "monitor"
-    @Option("content", "MODEL", help: "What the synthetic screen shows: pattern (a window moving every frame) or a content model, "
-        + ContentScreen.Content.allCases.map(\.rawValue).joined(separator: ", ") + " (mixed: a scripted minute of real use).", default: "pattern", transform: { text in
-        guard text == "pattern" || ContentScreen.Content(rawValue: text) != nil else {
-            throw UsageError("invalid --content \"\(text)\": pattern or one of " + ContentScreen.Content.allCases.map(\.rawValue).joined(separator: ", "))
-        }
-        return text
-    })
+    @Option("content", "MODEL", help: "What the synthetic screen shows: " + contentHelp, default: "pattern", transform: parseContent)
     var content = "pattern"
     @Option("size", "WxH", help: "Picture size of the synthetic screen.", default: "1280x720", transform: { try parseSize($0, option: "size") })
     var size = (width: 1280, height: 720)

@@ -32,13 +32,7 @@ struct LoadTest: ParsableCommand {
     var size = (width: 1280, height: 720)
     @Option("fps", "N", in: 1...240, help: "Frames per second of every producer.") var fps = 15
     @Option("format", "FMT", help: "Pixel format the producers send.") var format = PixelFormat.nv12
-    @Option("content", "MODEL", help: "What the screens show: pattern (a window moving every frame: the worst case) or a content model, "
-        + ContentScreen.Content.allCases.map(\.rawValue).joined(separator: ", ") + " (mixed: a scripted minute of real use).", default: "pattern", transform: { text in
-        guard text == "pattern" || ContentScreen.Content(rawValue: text) != nil else {
-            throw UsageError("invalid --content \"\(text)\": pattern or one of " + ContentScreen.Content.allCases.map(\.rawValue).joined(separator: ", "))
-        }
-        return text
-    })
+    @Option("content", "MODEL", help: "What the screens show: " + contentHelp, default: "pattern", transform: parseContent)
     var content = "pattern"
     @Flag("encode-every-frame", help: "Encode every frame whole (default: only what changed).") var encodeEveryFrame
     @Option("layers", "N", in: 1...Simulcast.maxLayers, help: "With --janus, simulcast layers per share (default: 2 where the picture is at least 640 wide; 1: the whole picture alone).")

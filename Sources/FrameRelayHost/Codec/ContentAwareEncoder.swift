@@ -351,7 +351,7 @@ public final class ContentAwareEncoder {
         }
         layer.lastEncodedCapture = metadata.captureTime
         layer.sweepBudget?.spent(outcome.bytes, keyframe: outcome.keyframe)
-        layer.spend.sent(outcome.bytes, keyframe: outcome.keyframe, captureTime: metadata.captureTime, kbps: encoder.bitrateKbps)
+        if layer.isTop { layer.spend.sent(outcome.bytes, keyframe: outcome.keyframe, captureTime: metadata.captureTime, kbps: encoder.bitrateKbps) }
         layer.stats.width = input.width
         layer.stats.height = input.height
         layer.stats.frames = encoder.framesEncoded

@@ -26,7 +26,7 @@ final class SimulcastLayer {
     var stats = LayerStats()
     /// Below the top: what its sweeps' bands may cost.
     var sweepBudget: SweepBudget?
-    /// Whether it kept to its bitrate lately (the top's calm split needs it).
+    /// The top: whether it kept to its bitrate lately (its calm split needs it).
     var spend = LayerSpend()
 
     init(stream: Int, isTop: Bool, settings: VP8Settings) throws {
